@@ -1,0 +1,48 @@
+# fibermpi — build, test and measure.
+#
+#   make test        vet, gofmt check, tests with -race, tests with -tags invariants
+#   make bench       every benchmark, -count 6, output in bench.txt (benchstat it)
+#   make fuzz-smoke  every fuzz target for FUZZTIME (default 10s) each
+#   make lint        vet, gofmt, staticcheck (installed on first use)
+
+GO        ?= go
+PKGS      ?= ./...
+FUZZTIME  ?= 10s
+BENCHTIME ?= 1s
+COUNT     ?= 6
+# Every package in this module starts or coordinates goroutines, so the
+# race detector runs on all of them.
+RACEFLAGS ?= -race
+
+.PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools
+
+all: test
+
+test: vet fmtcheck unit invariants
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmtcheck:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+unit:
+	$(GO) test $(RACEFLAGS) -timeout 15m $(PKGS)
+
+# The checking build: invariants compiled in, no race detector (it is slow
+# enough already), short mode.
+invariants:
+	$(GO) test -tags invariants -short -timeout 10m $(PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(COUNT) $(PKGS) | tee bench.txt
+
+fuzz-smoke:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz-smoke.sh
+
+tools:
+	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest
+
+lint: vet fmtcheck tools
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck $(PKGS)
