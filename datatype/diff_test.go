@@ -248,14 +248,16 @@ func TestConstructorsAgainstReference(t *testing.T) {
 		must(Resized(f32, -4, 12)),
 		must(Contiguous(5, must(Resized(col, 0, 4)))),
 	}
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, ty := range cases {
-		for _, count := range []int{0, 1, 2, 5} {
-			for _, chunk := range []int{1, 3, 8, 64, 1 << 20} {
-				checkLayout(t, r, anchor(ty), count, randomChunks(r, chunk))
+	forKernels(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(1, 2))
+		for _, ty := range cases {
+			for _, count := range []int{0, 1, 2, 5} {
+				for _, chunk := range []int{1, 3, 8, 64, 1 << 20} {
+					checkLayout(t, r, anchor(ty), count, randomChunks(r, chunk))
+				}
 			}
 		}
-	}
+	})
 }
 
 func TestRandomNestings(t *testing.T) {
@@ -263,12 +265,14 @@ func TestRandomNestings(t *testing.T) {
 	if testing.Short() {
 		n = 300
 	}
-	r := rand.New(rand.NewPCG(3, 4))
-	for i := range n {
-		ty := anchor(genType(r, 1+i%4))
-		if refOf(ty).size()*4 > 1<<20 {
-			continue // keep the reference cheap
+	forKernels(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(3, 4))
+		for i := range n {
+			ty := anchor(genType(r, 1+i%4))
+			if refOf(ty).size()*4 > 1<<20 {
+				continue // keep the reference cheap
+			}
+			checkLayout(t, r, ty, r.IntN(4), randomChunks(r, 1+r.IntN(100)))
 		}
-		checkLayout(t, r, ty, r.IntN(4), randomChunks(r, 1+r.IntN(100)))
-	}
+	})
 }

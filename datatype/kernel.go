@@ -27,8 +27,16 @@ func moveRuns(buf, mem []byte, at, stride, n, reps int, pack bool) {
 	case 2:
 		words[[2]byte](b, m, stride, reps, pack)
 	case 4:
+		if pack && stride == 8 {
+			k := packEvens(b, m, reps, 4)
+			b, m, reps = unsafe.Add(b, k*4), unsafe.Add(m, k*8), reps-k
+		}
 		words[[4]byte](b, m, stride, reps, pack)
 	case 8:
+		if pack && stride == 16 {
+			k := packEvens(b, m, reps, 8)
+			b, m, reps = unsafe.Add(b, k*8), unsafe.Add(m, k*16), reps-k
+		}
 		words[[8]byte](b, m, stride, reps, pack)
 	case 16:
 		words[[16]byte](b, m, stride, reps, pack)
