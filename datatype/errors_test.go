@@ -39,7 +39,9 @@ func TestConstructorErrors(t *testing.T) {
 		{"Subarray zero size", func() (Type, error) { return Subarray([]int{0}, []int{0}, []int{0}, Float32) }, ErrBadArgument, "sizes[0]"},
 		{"Subarray too far", func() (Type, error) { return Subarray([]int{4, 4}, []int{2, 3}, []int{1, 2}, Float32) }, ErrBadArgument, "starts[1]"},
 		{"Subarray negative start", func() (Type, error) { return Subarray([]int{4}, []int{2}, []int{-1}, Float32) }, ErrBadArgument, "starts[0]"},
-		{"Subarray overflow", func() (Type, error) { return Subarray([]int{1 << 30, 1 << 30, 1 << 30}, []int{1, 1, 1}, []int{0, 0, 0}, Float64) }, ErrOverflow, "sizes"},
+		{"Subarray overflow", func() (Type, error) {
+			return Subarray([]int{1 << 30, 1 << 30, 1 << 30}, []int{1, 1, 1}, []int{0, 0, 0}, Float64)
+		}, ErrOverflow, "sizes"},
 		{"Struct lengths", func() (Type, error) { return Struct([]int{1}, []int{0}, nil) }, ErrBadArgument, "len(types)"},
 		{"Struct zero type", func() (Type, error) { return Struct([]int{1}, []int{0}, []Type{{}}) }, ErrInvalidType, "types[0]"},
 		{"Struct negative", func() (Type, error) { return Struct([]int{-1}, []int{0}, []Type{Byte}) }, ErrBadArgument, "blocklens[0]"},
