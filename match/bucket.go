@@ -1,0 +1,156 @@
+package match
+
+import (
+	"runtime"
+	"sync/atomic"
+
+	"github.com/fibermpi/fibermpi/internal/invariants"
+)
+
+// Layout constants, checked by TestLayout.
+const (
+	cacheLine  = 64
+	slots      = 3               // data entries per bucket (seed 001 §3.2)
+	entrySize  = 16              // key + value, two 64-bit words
+	bucketSize = 64              // control entry + three data entries
+	sideSize   = 16              // per-slot sidecar: sequence + FIFO tail
+	pairSize   = 2 * cacheLine   // bucket line + sidecar line
+	pairPad    = pairSize - bucketSize - slots*sideSize
+)
+
+// Per-slot bits of bucket.meta: slot i uses bits 2i and 2i+1.
+const (
+	metaRecv = 1 // the slot's FIFO holds posted receives (else messages)
+	metaMore = 2 // the slot's FIFO has items after the head (side.tail != nil)
+	metaBits = 2
+)
+
+// opaque stands for the caller's *M or *R inside the table. The generic
+// Table converts at its boundary; everything below is written once.
+type opaque struct{}
+
+// entry is one of the seed's 16-byte data entries: a key and the head of
+// that key's FIFO.
+type entry struct {
+	key uint64 // packed Key; meaningful only while the slot is occupied
+	// val is the head item (a *M or *R) of the key's FIFO, nil when the head
+	// has been taken. Written under the chain's lock (Store, CompareAndSwap)
+	// and by Empty without the lock (CompareAndSwap to nil); read by Load
+	// under the lock. The CompareAndSwap on both sides decides who takes a
+	// head that Empty and a locked operation want at once.
+	val atomic.Pointer[opaque]
+}
+
+// bucket is the seed's 64-byte, 4-entry bucket: a control entry (spinlock,
+// per-slot metadata, overflow pointer) and three data entries.
+//
+// The chain starting at a bucket of Table.pairs is guarded by that first
+// bucket's mu; the mu of an overflow bucket is unused. meta, ovf and every
+// key are read and written only with the chain's lock held.
+type bucket struct {
+	// mu is the spinlock: CompareAndSwap(0, 1) in lock pairs with Store(0)
+	// in unlock.
+	mu   atomic.Uint32
+	meta uint32 // metaRecv/metaMore bits per slot
+	ovf  *pair  // next bucket of the chain, nil at its end
+	ents [slots]entry
+}
+
+// side is the per-slot data that does not fit in the seed's 16-byte entry.
+// It lives on the cache line after the bucket and is touched only when the
+// table stamps sequence numbers or a key has more than one item.
+type side struct {
+	seq  uint64 // sequence number of the head item (entry.val)
+	tail *node  // last of the items after the head (circular: tail.next is the first)
+}
+
+// pair is what the table allocates: a bucket on its own cache line and its
+// sidecar on the next one. Pairs are 128-byte aligned (see TestLayout), so
+// two operations on different chains never share a line.
+type pair struct {
+	b bucket
+	s [slots]side
+	_ [pairPad]byte
+}
+
+// node holds an item after the head of a key's FIFO, or a posted wildcard
+// receive. Nodes come from and return to the table's free list.
+type node struct {
+	next *node
+	item *opaque
+	seq  uint64
+	key  uint64 // wildcard receives only
+}
+
+func (b *bucket) lock() {
+	if b.mu.CompareAndSwap(0, 1) {
+		return
+	}
+	b.lockSlow()
+}
+
+// lockSlow spins, yielding the processor now and then: the holder may have
+// been preempted, and critical sections are a few dozen instructions.
+//
+//go:noinline
+func (b *bucket) lockSlow() {
+	for spins := 1; ; spins++ {
+		if b.mu.Load() == 0 && b.mu.CompareAndSwap(0, 1) {
+			return
+		}
+		if spins%16 == 0 {
+			runtime.Gosched()
+		}
+	}
+}
+
+func (b *bucket) unlock() {
+	if invariants.Enabled {
+		invariants.Check(b.mu.Swap(0) == 1, "match: unlock of an unlocked bucket")
+		return
+	}
+	b.mu.Store(0)
+}
+
+func (p *pair) recv(i int) bool { return p.b.meta>>(uint(i)*metaBits)&metaRecv != 0 }
+func (p *pair) more(i int) bool { return p.b.meta>>(uint(i)*metaBits)&metaMore != 0 }
+
+func (p *pair) setMeta(i int, bits uint32) {
+	sh := uint(i) * metaBits
+	p.b.meta = p.b.meta&^(3<<sh) | bits<<sh
+}
+
+func (p *pair) setMore(i int, on bool) {
+	bit := uint32(metaMore) << (uint(i) * metaBits)
+	if on {
+		p.b.meta |= bit
+	} else {
+		p.b.meta &^= bit
+	}
+}
+
+// occupied reports whether slot i holds a key: a head, or items waiting
+// behind a head that Empty took.
+func (p *pair) occupied(i int) bool {
+	return p.b.ents[i].val.Load() != nil || p.more(i)
+}
+
+// find looks for key k in the chain headed by h, which must be locked. It
+// returns the slot holding k (p nil if none) and the first free slot seen
+// (fp nil if none).
+func find(h *pair, k uint64) (p *pair, i int, fp *pair, fi int) {
+	for q := h; q != nil; q = q.b.ovf {
+		for j := 0; j < slots; j++ {
+			if !q.occupied(j) {
+				if fp == nil {
+					fp, fi = q, j
+				}
+				continue
+			}
+			if q.b.ents[j].key == k {
+				return q, j, fp, fi
+			}
+		}
+	}
+	return nil, 0, fp, fi
+}

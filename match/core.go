@@ -1,0 +1,264 @@
+package match
+
+import (
+	"math/bits"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/fibermpi/fibermpi/internal/invariants"
+)
+
+// Item kinds, as stored in the metaRecv bit.
+const (
+	kindMsg  = 0
+	kindRecv = metaRecv
+)
+
+const (
+	stripeBits = 6
+	stripes    = 1 << stripeBits
+	// hashMul is the 64-bit golden-ratio constant of Fibonacci hashing.
+	hashMul = 0x9E3779B97F4A7C15
+)
+
+// stripe is one arrival counter, alone on its cache line.
+type stripe struct {
+	// n stamps arrivals from the sources hashed to this stripe: Add in
+	// queueMsg, under the arriving key's chain lock; the values are compared
+	// (never loaded) by wildcard Post and Probe, under their chain locks.
+	n atomic.Uint64
+	_ [cacheLine - 8]byte
+}
+
+// core is the non-generic table; Table[M, R] converts at its boundary.
+type core struct {
+	_ cpu.CacheLinePad
+
+	// Read-only after New.
+	pairs  []pair
+	shift  uint   // 64 - log2(len(pairs))
+	mul    uint64 // hash multiplier; 0 in tests makes every key collide
+	wildOK bool   // some wildcard is allowed: Arrive checks wild
+	stamp  bool   // arrivals are stamped with per-source order (AnyTag allowed, no overtaking)
+	cfg    Config
+
+	_ cpu.CacheLinePad
+
+	// wild counts posted wildcard receives plus wildcard Posts in
+	// progress. Add(1) in postWild before its scan pairs with the Load
+	// that Arrive makes under its chain lock: either Arrive sees it and
+	// takes the slow path, or the scan sees Arrive's message.
+	wild atomic.Int64
+	// epoch counts wildcard Posts: Add in postWild (under wmu) gives a
+	// wildcard receive its sequence number; Load in Post gives an exact
+	// receive the number of wildcard posts before it.
+	epoch atomic.Uint64
+
+	_ cpu.CacheLinePad
+
+	wmu   sync.Mutex // guards the wildcard list; taken before any chain lock
+	whead *node      // posted wildcard receives, in posting order
+	wtail *node
+
+	_ cpu.CacheLinePad
+
+	freeMu sync.Mutex // guards free; taken after chain locks, never before
+	free   *node
+
+	_ cpu.CacheLinePad
+
+	arrivals [stripes]stripe
+}
+
+func (t *core) init(cfg Config) {
+	n := cfg.buckets()
+	t.pairs = make([]pair, n)
+	t.shift = uint(64 - bits.TrailingZeros(uint(n)))
+	t.mul = hashMul
+	t.cfg = cfg
+	t.wildOK = !(cfg.NoAnySource && cfg.NoAnyTag)
+	t.stamp = !cfg.NoAnyTag && !cfg.AllowOvertaking
+}
+
+// chain returns the first bucket of k's chain.
+func (t *core) chain(k uint64) *pair {
+	return &t.pairs[(k*t.mul)>>t.shift]
+}
+
+// stripeOf returns the arrival counter for k's (context, source).
+func (t *core) stripeOf(k uint64) *atomic.Uint64 {
+	return &t.arrivals[((k>>sourceShift)*hashMul)>>(64-stripeBits)].n
+}
+
+func (t *core) newNode() *node {
+	t.freeMu.Lock()
+	n := t.free
+	if n != nil {
+		t.free = n.next
+	}
+	t.freeMu.Unlock()
+	if n == nil {
+		return new(node)
+	}
+	n.next = nil
+	return n
+}
+
+func (t *core) freeNode(n *node) {
+	n.item = nil // let the caller's object go
+	t.freeMu.Lock()
+	n.next = t.free
+	t.free = n
+	t.freeMu.Unlock()
+}
+
+// The FIFO of a slot is its head (entry.val, side.seq) followed by a
+// circular list of nodes whose tail is side.tail. All of the following are
+// called with the chain locked.
+
+// promote moves the first node behind the head into the head, after Empty
+// took the head. The head must be nil and more(i) set.
+func (t *core) promote(p *pair, i int) {
+	s := &p.s[i]
+	first := s.tail.next
+	if first == s.tail {
+		s.tail = nil
+		p.setMore(i, false)
+	} else {
+		s.tail.next = first.next
+	}
+	s.seq = first.seq
+	p.b.ents[i].val.Store(first.item)
+	t.freeNode(first)
+}
+
+// head returns slot i's head item, promoting if Empty took it; nil if the
+// slot turned out to be empty.
+func (t *core) head(p *pair, i int) *opaque {
+	e := &p.b.ents[i]
+	if v := e.val.Load(); v != nil {
+		return v
+	}
+	if !p.more(i) {
+		return nil
+	}
+	t.promote(p, i)
+	return e.val.Load()
+}
+
+// popHead removes and returns slot i's head; nil if the slot is empty.
+func (t *core) popHead(p *pair, i int) *opaque {
+	e := &p.b.ents[i]
+	for {
+		v := t.head(p, i)
+		if v == nil {
+			return nil
+		}
+		if !p.more(i) {
+			if e.val.CompareAndSwap(v, nil) {
+				return v
+			}
+			continue // Empty took v first
+		}
+		s := &p.s[i]
+		first := s.tail.next
+		if !e.val.CompareAndSwap(v, first.item) {
+			continue
+		}
+		if first == s.tail {
+			s.tail = nil
+			p.setMore(i, false)
+		} else {
+			s.tail.next = first.next
+		}
+		s.seq = first.seq
+		t.freeNode(first)
+		return v
+	}
+}
+
+// fill makes the free slot (p, i) hold key k with the single item v.
+func fill(p *pair, i int, k uint64, v *opaque, kind uint32, seq uint64) {
+	if invariants.Enabled {
+		invariants.Check(!p.occupied(i), "match: filling an occupied slot")
+	}
+	p.b.ents[i].key = k
+	p.setMeta(i, kind)
+	p.s[i].seq = seq
+	p.b.ents[i].val.Store(v)
+}
+
+// appendItem adds v behind the items of the occupied slot (p, i).
+func (t *core) appendItem(p *pair, i int, v *opaque, seq uint64) {
+	n := t.newNode()
+	n.item, n.seq = v, seq
+	s := &p.s[i]
+	if s.tail == nil {
+		n.next = n
+	} else {
+		n.next = s.tail.next
+		s.tail.next = n
+	}
+	s.tail = n
+	p.setMore(i, true)
+}
+
+// add queues v under key k in the chain h: behind the items of k's slot
+// (p, i) if p is not nil, else in the free slot (fp, fi), else in a new
+// overflow bucket linked after h.
+func (t *core) add(h, p *pair, i int, fp *pair, fi int, k uint64, v *opaque, kind uint32, seq uint64) {
+	if p != nil {
+		if invariants.Enabled {
+			invariants.Check(p.b.meta>>(uint(i)*metaBits)&metaRecv == kind, "match: mixing messages and receives in one FIFO")
+		}
+		t.appendItem(p, i, v, seq)
+		return
+	}
+	if fp == nil {
+		fp, fi = new(pair), 0
+		fp.b.ovf = h.b.ovf
+		h.b.ovf = fp
+	}
+	fill(fp, fi, k, v, kind, seq)
+}
+
+// removeItem removes v from slot i's FIFO wherever it is; false if absent.
+func (t *core) removeItem(p *pair, i int, v *opaque) bool {
+	for {
+		h := t.head(p, i)
+		if h == nil {
+			return false
+		}
+		if h != v {
+			break
+		}
+		if t.popHead(p, i) == v {
+			return true
+		}
+	}
+	s := &p.s[i]
+	if s.tail == nil {
+		return false
+	}
+	prev := s.tail
+	for n := s.tail.next; ; prev, n = n, n.next {
+		if n.item == v {
+			if n == prev { // the only node
+				s.tail = nil
+				p.setMore(i, false)
+			} else {
+				prev.next = n.next
+				if n == s.tail {
+					s.tail = prev
+				}
+			}
+			t.freeNode(n)
+			return true
+		}
+		if n == s.tail {
+			return false
+		}
+	}
+}

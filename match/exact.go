@@ -1,0 +1,108 @@
+package match
+
+// Operations on exact keys, the table's fast path.
+
+// arrive is Table.Arrive on an exact key.
+func (t *core) arrive(k uint64, m *opaque) (*opaque, bool) {
+	h := t.chain(k)
+	h.b.lock()
+	if t.wildOK && t.wild.Load() != 0 {
+		h.b.unlock()
+		return t.arriveWild(h, k, m)
+	}
+	for {
+		p, i, fp, fi := find(h, k)
+		if p != nil && p.recv(i) {
+			if r := t.popHead(p, i); r != nil {
+				h.b.unlock()
+				return r, true
+			}
+			continue // Empty emptied the slot under us: look again
+		}
+		t.queueMsg(h, p, i, fp, fi, k, m)
+		h.b.unlock()
+		return nil, false
+	}
+}
+
+// queueMsg queues m as unexpected under k, stamping its arrival order.
+func (t *core) queueMsg(h, p *pair, i int, fp *pair, fi int, k uint64, m *opaque) {
+	var seq uint64
+	if t.stamp {
+		seq = t.stripeOf(k).Add(1)
+	}
+	t.add(h, p, i, fp, fi, k, m, kindMsg, seq)
+}
+
+// post is Table.Post on an exact key.
+func (t *core) post(k uint64, r *opaque) *opaque {
+	h := t.chain(k)
+	h.b.lock()
+	for {
+		p, i, fp, fi := find(h, k)
+		if p != nil && !p.recv(i) {
+			if m := t.popHead(p, i); m != nil {
+				h.b.unlock()
+				return m
+			}
+			continue
+		}
+		var seq uint64
+		if t.wildOK {
+			seq = t.epoch.Load()
+		}
+		t.add(h, p, i, fp, fi, k, r, kindRecv, seq)
+		h.b.unlock()
+		return nil
+	}
+}
+
+// probe is Table.Probe on an exact key.
+func (t *core) probe(k uint64) *opaque {
+	h := t.chain(k)
+	h.b.lock()
+	var m *opaque
+	if p, i, _, _ := find(h, k); p != nil && !p.recv(i) {
+		m = t.head(p, i)
+	}
+	h.b.unlock()
+	return m
+}
+
+// cancel is Table.Cancel on an exact key.
+func (t *core) cancel(k uint64, r *opaque) bool {
+	h := t.chain(k)
+	h.b.lock()
+	ok := false
+	if p, i, _, _ := find(h, k); p != nil && p.recv(i) {
+		ok = t.removeItem(p, i, r)
+	}
+	h.b.unlock()
+	return ok
+}
+
+// insert is the seed's Insert: store v under k if k holds nothing, else
+// report k's head. The returned slot is where the head (or v) is.
+func (t *core) insert(k uint64, v *opaque, kind uint32) (e *entry, cur *opaque, curKind uint32, stored bool) {
+	h := t.chain(k)
+	h.b.lock()
+	defer h.b.unlock()
+	p, i, fp, fi := find(h, k)
+	if p != nil {
+		if c := t.head(p, i); c != nil {
+			var ck uint32 = kindMsg
+			if p.recv(i) {
+				ck = kindRecv
+			}
+			return &p.b.ents[i], c, ck, false
+		}
+		fp, fi = p, i // Empty emptied k's slot after find saw it
+	}
+	if fp == nil {
+		fp, fi = new(pair), 0
+		fp.b.ovf = h.b.ovf
+		h.b.ovf = fp
+	}
+	fill(fp, fi, k, v, kind, 0)
+	return &fp.b.ents[fi], v, kind, true
+}

@@ -1,0 +1,63 @@
+package match
+
+import (
+	"testing"
+	"unsafe"
+)
+
+func TestLayout(t *testing.T) {
+	var b bucket
+	var p pair
+	var c core
+	checks := []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"Sizeof(entry)", unsafe.Sizeof(entry{}), entrySize},
+		{"Sizeof(bucket)", unsafe.Sizeof(b), bucketSize},
+		{"Offsetof(bucket.ents)", unsafe.Offsetof(b.ents), bucketSize - slots*entrySize},
+		{"Sizeof(side)", unsafe.Sizeof(side{}), sideSize},
+		{"Sizeof(pair)", unsafe.Sizeof(p), pairSize},
+		{"Offsetof(pair.s)", unsafe.Offsetof(p.s), cacheLine},
+		{"Sizeof(stripe)", unsafe.Sizeof(stripe{}), cacheLine},
+		{"Sizeof(Key)", unsafe.Sizeof(Key{}), 8},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+	// The hot, written counters must not share a line with the read-only
+	// header or with each other's neighbours.
+	if d := unsafe.Offsetof(c.wild) - unsafe.Offsetof(c.cfg); d < cacheLine {
+		t.Errorf("wild is %d bytes after cfg, want a cache line apart", d)
+	}
+	if d := unsafe.Offsetof(c.wmu) - unsafe.Offsetof(c.epoch); d < cacheLine {
+		t.Errorf("wmu is %d bytes after epoch, want a cache line apart", d)
+	}
+	if d := unsafe.Offsetof(c.freeMu) - unsafe.Offsetof(c.wtail); d < cacheLine {
+		t.Errorf("freeMu is %d bytes after wtail, want a cache line apart", d)
+	}
+	if d := unsafe.Offsetof(c.arrivals) - unsafe.Offsetof(c.free); d < cacheLine {
+		t.Errorf("arrivals are %d bytes after free, want a cache line apart", d)
+	}
+}
+
+// TestAlignment checks that buckets start on a cache line for every table
+// size, in the main array and in overflow buckets.
+func TestAlignment(t *testing.T) {
+	for _, exp := range []int{1, 8, 100, 1000, 5000, 1 << 16} {
+		tb, err := New[int, int](Config{Expected: exp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := uintptr(unsafe.Pointer(&tb.c.pairs[0])); a%pairSize != 0 {
+			t.Errorf("Expected=%d: pairs at %#x, not %d-byte aligned", exp, a, pairSize)
+		}
+	}
+	for range 100 {
+		if a := uintptr(unsafe.Pointer(new(pair))); a%pairSize != 0 {
+			t.Fatalf("overflow pair at %#x, not %d-byte aligned", a, pairSize)
+		}
+	}
+}
