@@ -149,6 +149,21 @@ func TestElemMismatch(t *testing.T) {
 	if n, err := PackSlice(dst, make([]float32, 3), 1, red); err != nil || n != 8 {
 		t.Fatalf("float32 buffer: %d, %v", n, err)
 	}
+	type celsius float32
+	if err := CheckElem[celsius](red); err != nil {
+		t.Fatalf("named float32 for a float32 layout: %v", err)
+	}
+	type pairLike struct {
+		X float64
+		Y int32
+	}
+	pv, _ := Contiguous(2, MustOf[pair]())
+	if err := CheckElem[pairLike](pv); err != nil {
+		t.Fatalf("same-layout struct: %v", err)
+	}
+	if err := CheckElem[[2]float64](pv); !errors.Is(err, ErrElemMismatch) {
+		t.Fatalf("different-layout array accepted: %v", err)
+	}
 	if err := CheckElem[int16](empty); err != nil {
 		t.Fatalf("empty layout refused a buffer: %v", err)
 	}

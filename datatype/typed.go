@@ -29,8 +29,9 @@ func Bytes[T any](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(s[0])))
 }
 
-// CheckElem returns nil if a []T buffer suits t: T is t's element type, or
-// T is byte and t mixes element types (Elem() == nil), or t is empty and
+// CheckElem returns nil if a []T buffer suits t: T is t's element type (or
+// a Go type Of accepts with the same Signature, such as a named float32),
+// or T is byte and t mixes element types (Elem() == nil), or t is empty and
 // Of accepts T.
 // Otherwise it returns an *ElemMismatchError (errors.Is ErrElemMismatch).
 // It does not allocate when it succeeds.
@@ -43,6 +44,11 @@ func checkElem[T any](op string, t Type) error {
 	got := reflect.TypeFor[T]()
 	if e := t.d.elem; e != nil {
 		if e.rtype == got {
+			return nil
+		}
+		// A different Go type with the same wire layout (a named float32,
+		// a struct of the same fields) is as good.
+		if g, err := typeOf(got); err == nil && g.d.el.sig == e.sig {
 			return nil
 		}
 	} else if got == byteType {
