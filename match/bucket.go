@@ -10,11 +10,11 @@ import (
 // Layout constants, checked by TestLayout.
 const (
 	cacheLine  = 64
-	slots      = 3               // data entries per bucket (seed 001 §3.2)
-	entrySize  = 16              // key + value, two 64-bit words
-	bucketSize = 64              // control entry + three data entries
-	sideSize   = 16              // per-slot sidecar: sequence + FIFO tail
-	pairSize   = 2 * cacheLine   // bucket line + sidecar line
+	slots      = 3             // data entries per bucket (seed 001 §3.2)
+	entrySize  = 16            // key + value, two 64-bit words
+	bucketSize = 64            // control entry + three data entries
+	sideSize   = 16            // per-slot sidecar: sequence + FIFO tail
+	pairSize   = 2 * cacheLine // bucket line + sidecar line
 	pairPad    = pairSize - bucketSize - slots*sideSize
 )
 

@@ -64,8 +64,9 @@ type core struct {
 
 	_ cpu.CacheLinePad
 
-	freeMu sync.Mutex // guards free; taken after chain locks, never before
+	freeMu sync.Mutex // guards free and slab; taken after chain locks, never before
 	free   *node
+	slab   []pair // overflow buckets not yet handed out
 
 	_ cpu.CacheLinePad
 
@@ -217,11 +218,26 @@ func (t *core) add(h, p *pair, i int, fp *pair, fi int, k uint64, v *opaque, kin
 		return
 	}
 	if fp == nil {
-		fp, fi = new(pair), 0
-		fp.b.ovf = h.b.ovf
-		h.b.ovf = fp
+		fp, fi = t.overflow(h), 0
 	}
 	fill(fp, fi, k, v, kind, seq)
+}
+
+// overflow links a new, empty bucket into the chain after h. Overflow
+// buckets are cut from slabs as large as the smallest table, for the same
+// cache-line alignment (a lone new(pair) is not aligned under -race), and
+// are never freed: the chain keeps them for reuse.
+func (t *core) overflow(h *pair) *pair {
+	t.freeMu.Lock()
+	if len(t.slab) == 0 {
+		t.slab = make([]pair, minBuckets)
+	}
+	p := &t.slab[0]
+	t.slab = t.slab[1:]
+	t.freeMu.Unlock()
+	p.b.ovf = h.b.ovf
+	h.b.ovf = p
+	return p
 }
 
 // removeItem removes v from slot i's FIFO wherever it is; false if absent.

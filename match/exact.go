@@ -99,9 +99,7 @@ func (t *core) insert(k uint64, v *opaque, kind uint32) (e *entry, cur *opaque, 
 		fp, fi = p, i // Empty emptied k's slot after find saw it
 	}
 	if fp == nil {
-		fp, fi = new(pair), 0
-		fp.b.ovf = h.b.ovf
-		h.b.ovf = fp
+		fp, fi = t.overflow(h), 0
 	}
 	fill(fp, fi, k, v, kind, 0)
 	return &fp.b.ents[fi], v, kind, true

@@ -55,9 +55,19 @@ func TestAlignment(t *testing.T) {
 			t.Errorf("Expected=%d: pairs at %#x, not %d-byte aligned", exp, a, pairSize)
 		}
 	}
-	for range 100 {
-		if a := uintptr(unsafe.Pointer(new(pair))); a%pairSize != 0 {
-			t.Fatalf("overflow pair at %#x, not %d-byte aligned", a, pairSize)
+	tb := newCollide[int, int](Config{})
+	v := 0
+	for i := range 3 * 300 { // 300 buckets: more than one slab
+		tb.Arrive(MustKey(0, int32(i), 0), &v)
+	}
+	n := 0
+	for q := &tb.c.pairs[0]; q != nil; q = q.b.ovf {
+		if a := uintptr(unsafe.Pointer(q)); a%pairSize != 0 {
+			t.Fatalf("overflow bucket %d at %#x, not %d-byte aligned", n, a, pairSize)
 		}
+		n++
+	}
+	if n != 300 {
+		t.Fatalf("chain of %d buckets, want 300", n)
 	}
 }
