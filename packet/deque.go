@@ -6,44 +6,65 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// deque is a worker's private pool: a bounded Chase–Lev work-stealing
-// deque of packet indices.
+// deque is a worker's private pool: a bounded work-stealing deque of
+// packet indices after Chase and Lev, with the owner working LIFO at top
+// and thieves taking the least recently used entry at bottom.
 //
 // Ownership: exactly one goroutine, the owner (the worker the deque
 // belongs to), calls pushTop and popTop, and never two at once. Any
 // goroutine, the owner included, may call popBottom at any time.
 //
-// The live entries are ring[bottom..top) (mod len(ring)). The owner works
-// LIFO at top, so the packet it gets is the one it touched last;
-// popBottom takes the least recently used entry. top is written only by
-// the owner; bottom only grows, by CAS, so a thief's CAS cannot succeed on
-// a stale snapshot (no ABA). Go's atomics are sequentially consistent,
-// which gives popTop the store→load ordering Chase–Lev needs between
-// publishing the new top and reading bottom.
+// The live entries are the positions [bottom, top); position k lives in
+// ring[k&mask]. top is written only by the owner; bottom only grows, by
+// CAS, so a thief's CAS cannot succeed on a stale snapshot. Go's atomics
+// are sequentially consistent, which gives popTop the store→load order
+// Chase–Lev needs between moving top and reading bottom.
+//
+// Unlike textbook Chase–Lev, a thief reads its slot after winning the CAS
+// on bottom, not before. That is what lets the owner write slots with
+// plain stores — one atomic read-modify-write per owner operation instead
+// of two — but the owner must then not overwrite a slot whose previous
+// occupant a thief has claimed and not yet read. Each slot carries a
+// generation for that: the owner bumps gen on every push, a thief stores
+// the gen it consumed into done once it has read the slot, and pushTop
+// reuses a slot only if its previous occupant was taken by the owner
+// itself (popped) or done == gen. A slot still being read is treated as
+// full, and Put sends the packet to the shared pool instead of waiting.
 type deque struct {
-	// top is the next free slot at the owner's end. Written by the owner
-	// (pushTop's Store publishes the slot written before it; popTop's
-	// Store reserves the slot before it reads bottom); read by popBottom,
-	// whose Load pairs with those Stores.
-	top atomic.Int64
-	// ring holds packet indices. A slot is written (Store) by pushTop
-	// before the Store to top that publishes it, and read (Load) by popTop
-	// or by popBottom before its CAS on bottom; a thief may read a slot
-	// the owner is overwriting, but then its CAS fails, so the value is
-	// discarded.
-	ring []atomic.Uint32
+	// top is one past the owner's end. Written only by the owner: Add(1)
+	// in pushTop publishes the slot written before it (a thief's Load of
+	// top pairs with it before the thief reads the slot); Add(-1) in
+	// popTop reserves a position before popTop Loads bottom.
+	top  atomic.Int64
+	ring []slot
 	mask int64
 	cap  int64
-	// owned is non-zero while an owner operation runs; kept only in
+	// owned is non-zero while an owner operation runs; used only in
 	// builds with the invariants tag, to catch two goroutines using one
 	// worker index (CompareAndSwap on entry pairs with Store on exit).
 	owned atomic.Uint32
 	_     cpu.CacheLinePad
 	// bottom is the least recently used end. Advanced only by a
-	// successful CompareAndSwap in popBottom or in popTop's last-entry
-	// race; Loaded by pushTop (full check) and popTop (empty check).
+	// successful CompareAndSwap (popBottom, or popTop's race for the last
+	// entry); Loaded by pushTop (full check) and popTop (empty check).
 	bottom atomic.Int64
 	_      cpu.CacheLinePad
+}
+
+// slot is one ring entry.
+type slot struct {
+	// idx is the packet index, gen the number of pushes into this slot so
+	// far. Both are written by the owner in pushTop before top.Add
+	// publishes them, and read either by the owner (popTop) or by the one
+	// thief whose CAS on bottom claimed the position.
+	idx uint32
+	// popped is owner-only: the last occupant was taken by the owner.
+	popped bool
+	gen    uint64
+	// done is the gen of the last occupant a thief consumed: Stored by
+	// popBottom after it has read idx; Loaded by pushTop before it writes
+	// the slot again.
+	done atomic.Uint64
 }
 
 // init sizes the deque to hold up to capacity entries.
@@ -52,57 +73,80 @@ func (d *deque) init(capacity int) {
 	for n < capacity {
 		n <<= 1
 	}
-	d.ring = make([]atomic.Uint32, n)
+	d.ring = make([]slot, n)
 	d.mask = int64(n - 1)
 	d.cap = int64(capacity)
 }
 
-// pushTop adds x at the top. It reports false, changing nothing, if the
-// deque holds cap entries. Owner only.
-func (d *deque) pushTop(x uint32) bool {
+// pushResult says what pushTop did.
+type pushResult uint8
+
+const (
+	pushed pushResult = iota
+	// pushFull: the deque holds cap entries.
+	pushFull
+	// pushBusy: a thief has claimed the previous occupant of the slot and
+	// not finished reading it.
+	pushBusy
+)
+
+// pushTop adds x at the top, or reports why not, changing nothing. Owner
+// only.
+func (d *deque) pushTop(x uint32) pushResult {
 	t := d.top.Load()
 	if t-d.bottom.Load() >= d.cap {
-		return false
+		return pushFull
 	}
-	d.ring[t&d.mask].Store(x)
-	d.top.Store(t + 1)
-	return true
+	s := &d.ring[t&d.mask]
+	if !s.popped && s.done.Load() != s.gen {
+		return pushBusy
+	}
+	s.gen++
+	s.idx = x
+	s.popped = false
+	d.top.Add(1)
+	return pushed
 }
 
 // popTop removes and returns the most recently pushed entry. Owner only.
 func (d *deque) popTop() (uint32, bool) {
-	t := d.top.Load() - 1
-	d.top.Store(t) // reserve slot t before looking at bottom
+	t := d.top.Add(-1) // reserve position t before looking at bottom
 	b := d.bottom.Load()
 	if t < b { // empty
-		d.top.Store(b)
+		d.top.Add(1)
 		return 0, false
 	}
-	x := d.ring[t&d.mask].Load()
+	s := &d.ring[t&d.mask]
 	if t > b {
-		return x, true
+		s.popped = true
+		return s.idx, true
 	}
 	// The last entry: a thief may be taking it too. Whoever advances
 	// bottom wins; either way the deque ends up empty at b+1.
-	ok := d.bottom.CompareAndSwap(b, b+1)
-	d.top.Store(b + 1)
-	return x, ok
+	won := d.bottom.CompareAndSwap(b, b+1)
+	d.top.Add(1)
+	if !won {
+		return 0, false
+	}
+	s.popped = true
+	return s.idx, true
 }
 
 // popBottom removes and returns the least recently used entry. It
-// reports false if the deque is empty or if it lost a race for the
-// bottom entry; callers that must not give up on a race loop on
-// (empty=false).
+// reports ok=false if the deque is empty (empty=true) or if it lost a race
+// for the bottom entry (empty=false).
 func (d *deque) popBottom() (x uint32, ok, empty bool) {
 	b := d.bottom.Load()
 	t := d.top.Load()
 	if b >= t {
 		return 0, false, true
 	}
-	x = d.ring[b&d.mask].Load()
 	if !d.bottom.CompareAndSwap(b, b+1) {
 		return 0, false, false
 	}
+	s := &d.ring[b&d.mask]
+	x = s.idx
+	s.done.Store(s.gen)
 	return x, true, false
 }
 

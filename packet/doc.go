@@ -22,15 +22,17 @@
 // worker (a goroutine locked to an OS thread that runs fibers) and a shared
 // pool:
 //
-//	  worker 0            worker 1                progress engine,
-//	 ┌────────┐          ┌────────┐               plain goroutines
-//	 │  top   │◄─Get/Put │  top   │◄─Get/Put        (NoWorker)
-//	 │   ⋮    │  (LIFO)  │   ⋮    │                     │
-//	 │ bottom │          │ bottom │                     │ Get: shared, then steal
-//	 └───┬────┘          └───┬────┘                     │ Put: shared
-//	     │ full: bottom ──►  │ ──► ┌──────────────┐ ◄───┘
-//	     │                   │     │ shared stack │
-//	     └──── steal ◄───────┴──── └──────────────┘
+//	 worker 0     worker 1
+//	┌────────┐   ┌────────┐
+//	│  top   │   │  top   │  ◄─ the owner's Get and Put (LIFO)
+//	│   ⋮    │   │   ⋮    │
+//	│ bottom │   │ bottom │  ─► stolen when the shared pool is empty
+//	└───┬────┘   └───┬────┘
+//	    │ full: the bottom moves down
+//	    ▼            ▼
+//	┌─────────────────────┐
+//	│ shared stack        │  ◄─ Get and Put with NoWorker
+//	└─────────────────────┘
 //
 // Get(w) takes the top of worker w's deque — the packet w used last, whose
 // lines are most likely still in w's cache — and falls back to the shared

@@ -93,7 +93,9 @@ func New(cfg Config) (*Pool, error) {
 		d := &p.workers[w]
 		d.init(cfg.PerWorker)
 		for range cfg.PerWorker {
-			d.pushTop(next)
+			if d.pushTop(next) != pushed {
+				panic("packet: internal error: fresh deque refused a packet")
+			}
 			next++
 		}
 	}
@@ -247,32 +249,49 @@ func (p *Pool) Put(w int, pk *Packet) {
 	if pk == nil || pk.index >= uint32(p.total.Load()) || p.at(pk.index) != pk {
 		panicForeign(pk)
 	}
-	if invariants.Enabled {
-		if !pk.link.CompareAndSwap(linkInUse, linkNil) {
-			invariants.Failf("packet: double Put of packet %d", pk.index)
-		}
-		poison(pk)
-	}
-	if uint(w) < uint(len(p.workers)) {
-		d := &p.workers[w]
-		if invariants.Enabled {
-			d.enter(w)
-			defer d.leave()
-		}
-		for !d.pushTop(pk.index) {
-			// Full: the least recently used packet goes to the shared
-			// pool. Only thieves race us here and they only make room.
-			if i, ok, _ := d.popBottom(); ok {
-				p.shared.push(p.at(i))
-				p.spills.Add(1)
-			}
-		}
-		return
-	}
-	if w != NoWorker {
+	if uint(w) >= uint(len(p.workers)) && w != NoWorker {
 		panicWorker(w, len(p.workers))
 	}
-	p.shared.push(pk)
+	if w == NoWorker {
+		if invariants.Enabled {
+			release(pk)
+		}
+		p.shared.push(pk)
+		return
+	}
+	d := &p.workers[w]
+	if invariants.Enabled {
+		d.enter(w)
+		defer d.leave()
+		release(pk)
+	}
+	for {
+		switch d.pushTop(pk.index) {
+		case pushed:
+			return
+		case pushBusy:
+			// A thief is still reading the slot's previous occupant;
+			// rather than wait for it, send this packet to the shared
+			// pool.
+			p.shared.push(pk)
+			p.spills.Add(1)
+			return
+		}
+		// Full: the least recently used packet goes to the shared pool.
+		// Only thieves race us here, and they only make room.
+		if i, ok, _ := d.popBottom(); ok {
+			p.shared.push(p.at(i))
+			p.spills.Add(1)
+		}
+	}
+}
+
+// release marks pk free and poisons it (invariants builds only).
+func release(pk *Packet) {
+	if !pk.link.CompareAndSwap(linkInUse, linkNil) {
+		invariants.Failf("packet: double Put of packet %d", pk.index)
+	}
+	poison(pk)
 }
 
 // Owns reports whether pk is one of this pool's packets.

@@ -1,0 +1,161 @@
+package packet
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// container is what BenchmarkPool compares: a source of packets that
+// callers identify themselves to by worker index.
+type container interface {
+	get(w int) *Packet
+	put(w int, pk *Packet)
+}
+
+const (
+	benchPerWorker = 64
+	benchShared    = 64
+	benchMaxBatch  = 32 // ≤ packets per goroutine, as in seed 001 §4.1.2
+	benchPayload   = DefaultPayloadSize
+)
+
+type poolContender struct{ p *Pool }
+
+func (c poolContender) get(w int) *Packet     { return c.p.Get(w) }
+func (c poolContender) put(w int, pk *Packet) { c.p.Put(w, pk) }
+
+// syncPoolContender is sync.Pool holding packets; when it comes up empty
+// (after a GC cleared it) it allocates, as sync.Pool's users do.
+type syncPoolContender struct{ sp *sync.Pool }
+
+func newSyncPoolContender(n int) syncPoolContender {
+	lines := benchPayload / CacheLine
+	sp := &sync.Pool{New: func() any { return newSlab(1, lines, 0).at(0, 0) }}
+	for range n {
+		sp.Put(newSlab(1, lines, 0).at(0, 0))
+	}
+	return syncPoolContender{sp}
+}
+
+func (c syncPoolContender) get(int) *Packet {
+	pk := c.sp.Get().(*Packet)
+	pk.clearHeader()
+	return pk
+}
+func (c syncPoolContender) put(_ int, pk *Packet) { c.sp.Put(pk) }
+
+// stackContender is one lock-free stack (the pool's shared stack) holding
+// every packet.
+type stackContender struct{ p *Pool }
+
+func newStackContender(n int) stackContender {
+	p, err := New(Config{Workers: 1, PerWorker: 1, Shared: n - 1, PayloadSize: benchPayload})
+	if err != nil {
+		panic(err)
+	}
+	i, _ := p.workers[0].popTop()
+	p.shared.push(p.at(i))
+	return stackContender{p}
+}
+
+func (c stackContender) get(int) *Packet {
+	i, ok := c.p.shared.pop(c.p)
+	if !ok {
+		return nil
+	}
+	pk := c.p.at(i)
+	pk.clearHeader()
+	return pk
+}
+func (c stackContender) put(_ int, pk *Packet) { c.p.shared.push(pk) }
+
+// chanContender is a buffered channel holding every packet.
+type chanContender struct{ ch chan *Packet }
+
+func newChanContender(n int) chanContender {
+	p, err := New(Config{Workers: 1, PerWorker: 1, Shared: n - 1, PayloadSize: benchPayload})
+	if err != nil {
+		panic(err)
+	}
+	ch := make(chan *Packet, n)
+	for range n {
+		ch <- p.Get(NoWorker)
+	}
+	return chanContender{ch}
+}
+
+func (c chanContender) get(int) *Packet {
+	select {
+	case pk := <-c.ch:
+		pk.clearHeader()
+		return pk
+	default:
+		return nil
+	}
+}
+func (c chanContender) put(_ int, pk *Packet) { c.ch <- pk }
+
+// BenchmarkPool measures the cost of one get plus its return, as seed 001
+// §4.1.2 does: each goroutine repeatedly takes a random batch of 1..32
+// packets (the same random sequence for every contender), writes a header
+// field, and returns the batch. One op is one get and its later return,
+// so ns/op is ns per get+return. Run it with -cpu 1,2: RunParallel starts
+// GOMAXPROCS goroutines and each acts as its own worker index (b.Loop
+// cannot drive parallel goroutines, hence pb.Next). Every contender holds
+// the same number of packets and hands out a packet with a zeroed header.
+func BenchmarkPool(b *testing.B) {
+	contenders := []struct {
+		name string
+		make func(workers, n int) container
+	}{
+		{"pool", func(workers, _ int) container {
+			p, err := New(Config{Workers: workers, PerWorker: benchPerWorker, Shared: benchShared, PayloadSize: benchPayload})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return poolContender{p}
+		}},
+		{"syncpool", func(_, n int) container { return newSyncPoolContender(n) }},
+		{"stack", func(_, n int) container { return newStackContender(n) }},
+		{"chan", func(_, n int) container { return newChanContender(n) }},
+	}
+	for _, c := range contenders {
+		b.Run(c.name, func(b *testing.B) {
+			workers := runtime.GOMAXPROCS(0)
+			ct := c.make(workers, workers*benchPerWorker+benchShared)
+			var ids atomic.Int32
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				w := int(ids.Add(1) - 1)
+				if w >= workers {
+					w = NoWorker
+				}
+				rng := rand.New(rand.NewPCG(uint64(w+1), 42))
+				var batch [benchMaxBatch]*Packet
+				for {
+					k := 1 + rng.IntN(benchMaxBatch)
+					n := 0
+					for n < k && pb.Next() {
+						pk := ct.get(w)
+						if pk == nil {
+							b.Errorf("%s ran dry", c.name)
+							return
+						}
+						pk.Tag = int32(n)
+						batch[n] = pk
+						n++
+					}
+					for i := range n {
+						ct.put(w, batch[i])
+					}
+					if n < k {
+						return
+					}
+				}
+			})
+		})
+	}
+}
