@@ -102,10 +102,13 @@ func (c chanContender) put(_ int, pk *Packet) { c.ch <- pk }
 // §4.1.2 does: each goroutine repeatedly takes a random batch of 1..32
 // packets (the same random sequence for every contender), writes a header
 // field, and returns the batch. One op is one get and its later return,
-// so ns/op is ns per get+return. Run it with -cpu 1,2: RunParallel starts
-// GOMAXPROCS goroutines and each acts as its own worker index (b.Loop
-// cannot drive parallel goroutines, hence pb.Next). Every contender holds
-// the same number of packets and hands out a packet with a zeroed header.
+// so ns/op is ns per get+return over all goroutines together (aggregate
+// throughput) and the goroutine-ns/op metric is the time one goroutine
+// spends per get+return (ns/op times the number of goroutines). Run it
+// with -cpu 1,2: RunParallel starts GOMAXPROCS goroutines and each acts as
+// its own worker index (b.Loop cannot drive parallel goroutines, hence
+// pb.Next). Every contender holds the same number of packets and hands
+// out a packet with a zeroed header.
 func BenchmarkPool(b *testing.B) {
 	contenders := []struct {
 		name string
@@ -121,6 +124,7 @@ func BenchmarkPool(b *testing.B) {
 		{"syncpool", func(_, n int) container { return newSyncPoolContender(n) }},
 		{"stack", func(_, n int) container { return newStackContender(n) }},
 		{"chan", func(_, n int) container { return newChanContender(n) }},
+		{"local", func(workers, n int) container { return newLocalContender(workers) }},
 	}
 	for _, c := range contenders {
 		b.Run(c.name, func(b *testing.B) {
@@ -156,6 +160,46 @@ func BenchmarkPool(b *testing.B) {
 					}
 				}
 			})
+			// ns/op divides wall time by the gets of all goroutines
+			// together; goroutine-ns/op is the time one goroutine spends
+			// per get+return (the seed's per-thread latency).
+			g := int(ids.Load())
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())*float64(g)/float64(b.N), "goroutine-ns/op")
 		})
 	}
 }
+
+// localContender is the floor: a plain slice per worker, no
+// synchronisation at all (correct only because each goroutine of the
+// benchmark has its own worker index). It measures the benchmark's own
+// overhead and how much parallelism the machine gives right now.
+type localContender struct{ free []localStack }
+
+type localStack struct {
+	s []*Packet
+	_ [64 - 24]byte
+}
+
+func newLocalContender(workers int) *localContender {
+	p, err := New(Config{Workers: workers, PerWorker: benchPerWorker, Shared: benchShared, PayloadSize: benchPayload})
+	if err != nil {
+		panic(err)
+	}
+	c := &localContender{free: make([]localStack, workers)}
+	for w := range workers {
+		for range benchPerWorker {
+			c.free[w].s = append(c.free[w].s, p.Get(w))
+		}
+	}
+	return c
+}
+
+func (c *localContender) get(w int) *Packet {
+	s := c.free[w].s
+	pk := s[len(s)-1]
+	c.free[w].s = s[:len(s)-1]
+	pk.clearHeader()
+	return pk
+}
+
+func (c *localContender) put(w int, pk *Packet) { c.free[w].s = append(c.free[w].s, pk) }

@@ -95,11 +95,12 @@ var ErrShortHeader = errors.New("packet: short header")
 // ConfigError reports which Config field is wrong and why. It matches
 // ErrInvalidConfig with errors.Is.
 type ConfigError struct {
-	Field  string
-	Value  int
-	Reason string
+	Field  string // the Config field, e.g. "PayloadSize"
+	Value  int    // its value after defaults were filled in
+	Reason string // what is wrong with it
 }
 
+// Error describes the bad field.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("packet: invalid config: %s = %d: %s", e.Field, e.Value, e.Reason)
 }
@@ -110,9 +111,11 @@ func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig 
 // LengthError reports data of Len bytes that does not fit in a payload of
 // Cap bytes. It matches ErrTooLong with errors.Is.
 type LengthError struct {
-	Len, Cap int
+	Len int // bytes to be stored
+	Cap int // payload capacity
 }
 
+// Error gives both sizes.
 func (e *LengthError) Error() string {
 	return fmt.Sprintf("packet: %d bytes do not fit in a %d-byte payload", e.Len, e.Cap)
 }

@@ -111,23 +111,34 @@ func (d *deque) pushTop(x uint32) pushResult {
 // popTop removes and returns the most recently pushed entry. Owner only.
 func (d *deque) popTop() (uint32, bool) {
 	t := d.top.Add(-1) // reserve position t before looking at bottom
+	if t <= d.bottom.Load() {
+		return d.popLast(t)
+	}
+	s := &d.ring[t&d.mask]
+	s.popped = true
+	return s.idx, true
+}
+
+// popLast is popTop when position t, already reserved, is the last entry
+// or the deque is empty.
+//
+//go:noinline
+func (d *deque) popLast(t int64) (uint32, bool) {
+	// Look again: a thief that read top before our Add may have taken t
+	// meanwhile, leaving bottom at t+1, which reads as empty below.
 	b := d.bottom.Load()
-	if t < b { // empty
+	if t < b {
 		d.top.Add(1)
 		return 0, false
 	}
-	s := &d.ring[t&d.mask]
-	if t > b {
-		s.popped = true
-		return s.idx, true
-	}
-	// The last entry: a thief may be taking it too. Whoever advances
-	// bottom wins; either way the deque ends up empty at b+1.
+	// A thief may be taking the last entry too. Whoever advances bottom
+	// wins; either way the deque ends up empty at b+1.
 	won := d.bottom.CompareAndSwap(b, b+1)
 	d.top.Add(1)
 	if !won {
 		return 0, false
 	}
+	s := &d.ring[t&d.mask]
 	s.popped = true
 	return s.idx, true
 }

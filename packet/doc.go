@@ -43,11 +43,24 @@
 // (the progress engine, plain goroutines) pass NoWorker: they take from the
 // shared pool first and steal second, and return to the shared pool.
 //
-// The private deque is a bounded Chase–Lev deque of packet indices: the
-// owner's push and pop cost a couple of atomic stores and loads and no
-// lock; thieves CAS the bottom. The shared pool is a Treiber stack whose
-// head packs a 32-bit packet index with a 32-bit tag, so it is ABA-safe
-// without allocation. Neither Get nor Put allocates.
+// The private deque is a bounded Chase–Lev deque of packet indices. The
+// owner's push and pop each cost one atomic add on its own cache line and
+// no lock: a thief claims the bottom entry with a CAS and reads it only
+// afterwards, and a per-slot generation keeps the owner from reusing a
+// slot a thief is still reading, so slots are written with plain stores.
+// The shared pool is a Treiber stack whose head packs a 32-bit packet
+// index with a 32-bit tag, so it is ABA-safe without allocation. Neither
+// Get nor Put allocates; Get also zeroes the header it hands out.
+//
+// # Rejected designs
+//
+// A single lock-free stack (the seeds' starting point) and a buffered
+// channel make every core contend for one cache line; sync.Pool drops its
+// contents at every GC, which would make the pool's size unbounded and
+// its exhaustion invisible. The seed's spinlocked ring costs two atomic
+// operations per owner operation instead of one. Textbook Chase–Lev
+// (thief reads the slot before its CAS) needs the owner's slot writes to
+// be atomic exchanges too, one more locked instruction per Put.
 //
 // # Exhaustion is back-pressure
 //

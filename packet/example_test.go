@@ -53,3 +53,51 @@ func ExampleConfig() {
 	// packet.Config{Workers: 4, PerWorker: 64, Shared: 256, PayloadSize: 8192, Overflow: fail}
 	// packet: invalid config: PayloadSize = 100: not a multiple of 64
 }
+
+// Under OverflowGrow the pool adds packets when it runs dry, up to
+// MaxPackets, and reports exhaustion after that.
+func ExampleConfig_overflowGrow() {
+	pool, err := packet.New(packet.Config{
+		Workers: 1, PerWorker: 2, Shared: 2, PayloadSize: 64,
+		Overflow: packet.OverflowGrow, GrowBy: 4, MaxPackets: 10,
+	})
+	if err != nil {
+		panic(err)
+	}
+	var held []*packet.Packet
+	for p := pool.Get(0); p != nil; p = pool.Get(0) {
+		held = append(held, p)
+	}
+	st := pool.Stats()
+	fmt.Println(len(held), st.Packets, st.Grows, st.Exhausted)
+	for _, p := range held {
+		pool.Put(0, p)
+	}
+	// Output:
+	// 10 10 2 1
+}
+
+// A transport that carries packets as bytes writes the header with
+// EncodeHeader and reads it into a packet of the receiving pool with
+// DecodeHeader, which rejects a length the packet cannot hold.
+func ExamplePacket_EncodeHeader() {
+	pool, _ := packet.New(packet.Config{Workers: 1, PerWorker: 2, Shared: 1, PayloadSize: 64})
+	src := pool.Get(0)
+	src.Kind, src.Context, src.Source, src.Tag, src.Seq = packet.KindEager, 3, 1, 9, 17
+	_ = src.SetData([]byte("ping"))
+
+	wire := make([]byte, packet.HeaderWireSize+src.Len())
+	n := src.EncodeHeader(wire)
+	copy(wire[n:], src.Data())
+
+	dst := pool.Get(0)
+	if err := dst.DecodeHeader(wire); err != nil {
+		panic(err)
+	}
+	copy(dst.Payload(), wire[n:])
+	fmt.Println(dst.Kind, dst.Source, dst.Tag, dst.Seq, string(dst.Data()))
+	pool.Put(0, src)
+	pool.Put(0, dst)
+	// Output:
+	// eager 1 9 17 ping
+}

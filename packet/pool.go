@@ -21,11 +21,13 @@ const NoWorker = -1
 // and a shared pool.
 //
 // Ownership: deque w is owned by worker w — a goroutine locked to one OS
-// thread, running fibers — and only that worker may call Get(w, ...) or
-// Put(w, ...); two goroutines must never use the same worker index at the
+// thread, running fibers — and only that worker may call Get(w) or
+// Put(w, pk); two goroutines must never use the same worker index at the
 // same time (caught in invariants builds). Any goroutine may call
 // Get(NoWorker) and Put(NoWorker, ...). Every other method may be called
-// from anywhere. A Pool must not be copied.
+// from anywhere. Neither Get nor Put blocks or yields, so both may be
+// called from a fiber. A Pool must not be copied. Its memory goes back
+// to the Go heap when the pool and all its packets are unreachable.
 //
 // Get(w) takes the top of deque w (the packet w used last: its lines are
 // likely still in w's cache); if that is empty, the top of the shared
@@ -134,7 +136,9 @@ func (p *Pool) atGrown(i uint32) *Packet {
 // Get returns a free packet with a zeroed header and Len 0, or nil if the
 // pool is exhausted: every packet is in use and the overflow policy allows
 // no more. Nil is back-pressure, not an error: make progress (which
-// returns packets to the pool) and try again. Get never blocks.
+// returns packets to the pool) and try again. Get never blocks (under
+// OverflowGrow, a Get that grows the pool allocates and may wait for
+// another Get that is growing it).
 //
 // w is the caller's worker index, in [0, Workers), or NoWorker. It panics
 // if w is out of range.
@@ -208,6 +212,9 @@ func (p *Pool) steal(w int) *Packet {
 // grow adds a chunk of packets under OverflowGrow and returns one of
 // them, or nil if the pool is at MaxPackets.
 func (p *Pool) grow() *Packet {
+	if p.total.Load() >= int64(p.cfg.MaxPackets) {
+		return nil // at the limit: do not queue on the lock
+	}
 	p.growMu.Lock()
 	defer p.growMu.Unlock()
 	// Someone may have grown (or returned packets) while we waited.
@@ -368,10 +375,12 @@ func (p *Pool) Free(w int) int {
 	return p.workers[w].len()
 }
 
+//go:noinline
 func panicWorker(w, n int) {
 	panic(fmt.Sprintf("packet: worker index %d out of range [0, %d) and not NoWorker", w, n))
 }
 
+//go:noinline
 func panicForeign(pk *Packet) {
 	if pk == nil {
 		panic("packet: Put of a nil packet")
@@ -379,6 +388,7 @@ func panicForeign(pk *Packet) {
 	panic(fmt.Sprintf("packet: Put of packet %d, which belongs to another pool", pk.index))
 }
 
+//go:noinline
 func panicConcurrentOwner(w int) {
 	invariants.Failf("packet: two goroutines use worker index %d at once", w)
 }
