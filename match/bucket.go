@@ -148,9 +148,21 @@ func find(h *pair, k uint64) (p *pair, i int, fp *pair, fi int) {
 				continue
 			}
 			if q.b.ents[j].key == k {
+				if invariants.Enabled {
+					checkUnique(q, j, k)
+				}
 				return q, j, fp, fi
 			}
 		}
 	}
 	return nil, 0, fp, fi
+}
+
+// checkUnique panics if a slot after (p, i) in the chain also holds k.
+func checkUnique(p *pair, i int, k uint64) {
+	for q, j := p, i+1; q != nil; q, j = q.b.ovf, 0 {
+		for ; j < slots; j++ {
+			invariants.Check(!q.occupied(j) || q.b.ents[j].key != k, "match: a key in two slots of one chain")
+		}
+	}
 }

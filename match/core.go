@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/cpu"
 
@@ -55,6 +56,13 @@ type core struct {
 	// wildcard receive its sequence number; Load in Post gives an exact
 	// receive the number of wildcard posts before it.
 	epoch atomic.Uint64
+	// seed is set (Load, then Store once, under a chain lock) by the first
+	// Insert, before it hands out a Slot; Load under a chain lock by every
+	// write of an entry's head. While it is false no Slot exists, nothing
+	// touches an entry without its chain lock, and heads are written with
+	// plain stores; once true they are written atomically, so that Empty can
+	// take a head with one compare-and-swap and no lock.
+	seed atomic.Bool
 
 	_ cpu.CacheLinePad
 
@@ -122,17 +130,23 @@ func (t *core) freeNode(n *node) {
 // promote moves the first node behind the head into the head, after Empty
 // took the head. The head must be nil and more(i) set.
 func (t *core) promote(p *pair, i int) {
-	s := &p.s[i]
-	first := s.tail.next
-	if first == s.tail {
-		s.tail = nil
-		p.setMore(i, false)
-	} else {
-		s.tail.next = first.next
+	t.setHead(&p.b.ents[i], t.unlinkFirst(p, i))
+}
+
+// setHead writes e's head with the chain locked: a plain store while no
+// Slot can exist, else an atomic one (see seed).
+func (t *core) setHead(e *entry, v *opaque) {
+	if t.seed.Load() {
+		e.val.Store(v)
+		return
 	}
-	s.seq = first.seq
-	p.b.ents[i].val.Store(first.item)
-	t.freeNode(first)
+	// Safety: atomic.Pointer[opaque] is a single pointer word (TestLayout
+	// checks its size and that this store is what Load then reads), so its
+	// storage can be written as a *opaque; the compiler adds the write
+	// barrier as for any pointer store. Every access to e.val is under the
+	// chain lock while seed is false, so the lock orders this plain store
+	// with every atomic Load.
+	*(**opaque)(unsafe.Pointer(&e.val)) = v
 }
 
 // head returns slot i's head item, promoting if Empty took it; nil if the
@@ -152,6 +166,18 @@ func (t *core) head(p *pair, i int) *opaque {
 // popHead removes and returns slot i's head; nil if the slot is empty.
 func (t *core) popHead(p *pair, i int) *opaque {
 	e := &p.b.ents[i]
+	if !t.seed.Load() { // no Empty can race: plain stores
+		v := t.head(p, i)
+		if v == nil {
+			return nil
+		}
+		var next *opaque
+		if p.more(i) {
+			next = t.unlinkFirst(p, i)
+		}
+		t.setHead(e, next)
+		return v
+	}
 	for {
 		v := t.head(p, i)
 		if v == nil {
@@ -163,32 +189,40 @@ func (t *core) popHead(p *pair, i int) *opaque {
 			}
 			continue // Empty took v first
 		}
-		s := &p.s[i]
-		first := s.tail.next
-		if !e.val.CompareAndSwap(v, first.item) {
-			continue
+		if !e.val.CompareAndSwap(v, p.s[i].tail.next.item) {
+			continue // Empty took v first
 		}
-		if first == s.tail {
-			s.tail = nil
-			p.setMore(i, false)
-		} else {
-			s.tail.next = first.next
-		}
-		s.seq = first.seq
-		t.freeNode(first)
+		t.unlinkFirst(p, i)
 		return v
 	}
 }
 
+// unlinkFirst removes the first node behind slot i's head, makes its
+// sequence number the head's, frees it and returns its item.
+func (t *core) unlinkFirst(p *pair, i int) *opaque {
+	s := &p.s[i]
+	first := s.tail.next
+	if first == s.tail {
+		s.tail = nil
+		p.setMore(i, false)
+	} else {
+		s.tail.next = first.next
+	}
+	s.seq = first.seq
+	v := first.item
+	t.freeNode(first)
+	return v
+}
+
 // fill makes the free slot (p, i) hold key k with the single item v.
-func fill(p *pair, i int, k uint64, v *opaque, kind uint32, seq uint64) {
+func (t *core) fill(p *pair, i int, k uint64, v *opaque, kind uint32, seq uint64) {
 	if invariants.Enabled {
 		invariants.Check(!p.occupied(i), "match: filling an occupied slot")
 	}
 	p.b.ents[i].key = k
 	p.setMeta(i, kind)
 	p.s[i].seq = seq
-	p.b.ents[i].val.Store(v)
+	t.setHead(&p.b.ents[i], v)
 }
 
 // appendItem adds v behind the items of the occupied slot (p, i).
@@ -220,7 +254,7 @@ func (t *core) add(h, p *pair, i int, fp *pair, fi int, k uint64, v *opaque, kin
 	if fp == nil {
 		fp, fi = t.overflow(h), 0
 	}
-	fill(fp, fi, k, v, kind, seq)
+	t.fill(fp, fi, k, v, kind, seq)
 }
 
 // overflow links a new, empty bucket into the chain after h. Overflow

@@ -87,6 +87,9 @@ func (t *core) insert(k uint64, v *opaque, kind uint32) (e *entry, cur *opaque, 
 	h := t.chain(k)
 	h.b.lock()
 	defer h.b.unlock()
+	if !t.seed.Load() {
+		t.seed.Store(true) // before any Slot exists: see seed
+	}
 	p, i, fp, fi := find(h, k)
 	if p != nil {
 		if c := t.head(p, i); c != nil {
@@ -101,6 +104,6 @@ func (t *core) insert(k uint64, v *opaque, kind uint32) (e *entry, cur *opaque, 
 	if fp == nil {
 		fp, fi = t.overflow(h), 0
 	}
-	fill(fp, fi, k, v, kind, 0)
+	t.fill(fp, fi, k, v, kind, 0)
 	return &fp.b.ents[fi], v, kind, true
 }

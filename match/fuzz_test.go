@@ -45,9 +45,9 @@ func FuzzMatch(f *testing.F) {
 // the comparison with the model runs in every plain `go test`, not only
 // under -fuzz.
 func TestModel(t *testing.T) {
-	runs, length := 300, 400
-	if testing.Short() {
-		runs = 60
+	runs, length := 100, 400
+	if testing.Short() || raceEnabled {
+		runs = 25
 	}
 	for c, hc := range harnessConfigs {
 		t.Run(hc.name, func(t *testing.T) {

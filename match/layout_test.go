@@ -21,6 +21,8 @@ func TestLayout(t *testing.T) {
 		{"Offsetof(pair.s)", unsafe.Offsetof(p.s), cacheLine},
 		{"Sizeof(stripe)", unsafe.Sizeof(stripe{}), cacheLine},
 		{"Sizeof(Key)", unsafe.Sizeof(Key{}), 8},
+		// setHead writes an atomic.Pointer's storage as a plain pointer.
+		{"Sizeof(atomic.Pointer[opaque])", unsafe.Sizeof(b.ents[0].val), unsafe.Sizeof((*opaque)(nil))},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -40,6 +42,28 @@ func TestLayout(t *testing.T) {
 	}
 	if d := unsafe.Offsetof(c.arrivals) - unsafe.Offsetof(c.free); d < cacheLine {
 		t.Errorf("arrivals are %d bytes after free, want a cache line apart", d)
+	}
+}
+
+// TestPlainHead checks that setHead's plain store is what the atomic Load
+// of the same entry reads.
+func TestPlainHead(t *testing.T) {
+	var c core
+	var e entry
+	x := new(int)
+	v := (*opaque)(unsafe.Pointer(x))
+	c.setHead(&e, v)
+	if e.val.Load() != v {
+		t.Fatal("plain store not seen by Load")
+	}
+	c.setHead(&e, nil)
+	if e.val.Load() != nil {
+		t.Fatal("plain nil store not seen by Load")
+	}
+	c.seed.Store(true)
+	c.setHead(&e, v)
+	if !e.val.CompareAndSwap(v, nil) {
+		t.Fatal("atomic store not seen by CompareAndSwap")
 	}
 }
 

@@ -365,11 +365,11 @@ var harnessConfigs = []struct {
 	collide bool
 }{
 	{"default", Config{}, false},
-	{"default/collide", Config{}, true},
-	{"exact-only", Config{NoAnySource: true, NoAnyTag: true}, false},
-	{"exact-only/collide", Config{NoAnySource: true, NoAnyTag: true}, true},
-	{"overtaking/collide", Config{AllowOvertaking: true}, true},
-	{"no-any-tag/collide", Config{NoAnyTag: true}, true},
-	{"no-any-source", Config{NoAnySource: true}, false},
-	{"overtaking", Config{AllowOvertaking: true, Expected: 10}, false},
+	{"default/collide", Config{Expected: 1}, true},
+	{"exact-only", Config{Expected: 1, NoAnySource: true, NoAnyTag: true}, false},
+	{"exact-only/collide", Config{Expected: 1, NoAnySource: true, NoAnyTag: true}, true},
+	{"overtaking/collide", Config{Expected: 1, AllowOvertaking: true}, true},
+	{"no-any-tag/collide", Config{Expected: 1, NoAnyTag: true}, true},
+	{"no-any-source", Config{Expected: 1, NoAnySource: true}, false},
+	{"overtaking", Config{Expected: 10, AllowOvertaking: true}, false},
 }
