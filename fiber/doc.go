@@ -1,0 +1,102 @@
+// Package fiber runs millions of user-level threads (fibers) on a few
+// OS-thread-locked workers, with a wait/signal pair that costs a few
+// nanoseconds to signal and one coroutine switch to hand off.
+//
+// # Vocabulary
+//
+//   - worker: a goroutine locked to its OS thread (runtime.LockOSThread,
+//     never unlocked), optionally pinned to a CPU, that runs fibers.
+//   - fiber: a function run by exactly one worker, cooperatively: it runs
+//     until it returns or blocks in a fibermpi call, and never migrates.
+//   - slot: a fiber's index in its worker's run bit-vector; slots are
+//     reused when fibers end.
+//   - waiter: what a blocking call blocks, a fiber or a plain goroutine
+//     (Waiter); the layers above hold one and never care which it is.
+//   - event: a one-shot signal (Event) that tolerates Signal before Wait.
+//
+// # Design
+//
+// A fiber is a runtime coroutine made with iter.Pull by the worker that
+// runs it, while that worker is locked to its thread. Resuming it (next) and
+// suspending it (yield) are the runtime's coroswitch on the same OS thread:
+// no scheduler, no futex, about 30 ns a switch. The Go runtime keeps doing
+// everything else for fibers: it grows and moves their stacks, scans them for
+// the garbage collector, preempts them, prints their tracebacks, profiles
+// them, and the race detector sees their synchronization.
+//
+// Each worker keeps a two-level run bit-vector (seed 001 §3.1, Alg. 3–4).
+// Level 1 has one bit per slot; level 2 one bit per level-1 cache line of 8
+// words (512 slots). With 8 level-2 words that is the seed's 262,144 slots
+// (Config.MaxFibersPerWorker raises it to 2,097,152). Waking a fiber
+// (Waiter.Wake) is an atomic OR into level 1, then into level 2 if that bit is
+// not already there, then a look at one flag in case the worker sleeps. The
+// worker swaps a level-2 word out with one atomic exchange, then each
+// non-empty level-1 word of the lines it names, and runs the word's set bits
+// in order, starting after the last fiber it ran; the level-2 scan starts at
+// a rotating word. A fiber that became runnable is run after at most one
+// pass over the others.
+//
+// Event stores the waiter it must wake, or a "signalled" sentinel, in one
+// atomic pointer (the signalled flag of seed 000 §3.1): whichever of Signal
+// and Wait comes second sees the other, so a wake-up is never lost or
+// doubled. Waiters have binary-semaphore semantics and callers wait in a loop
+// on their own condition, which makes stale wake-ups harmless.
+//
+// Direct handoff: a fiber that blocks after its worker resumed it looks at
+// its own level-1 word first and resumes a runnable neighbour itself; the
+// neighbour, when it blocks, switches straight back. A ping-pong between two
+// fibers then costs one coroutine switch per handoff instead of two (fiber →
+// worker → fiber). Nesting is one level deep and a worker allows 64 direct
+// handoffs before its own scan runs again, so nothing starves.
+//
+// Spawning from another thread goes through a per-worker lock-free queue
+// that the worker drains: a coroutine must be created on the thread that
+// will resume it. Spawns beyond a worker's slots wait in order for a slot.
+//
+// # Idle workers
+//
+// A worker with nothing to run calls Config.Idle (where the progress engine
+// runs), spins for about 50 µs, then backs off with growing pauses that touch
+// no shared memory, and after Config.SleepAfter (1 ms) sleeps on a channel.
+// Signal and Spawn wake it only if it sleeps (one flag load). A locked
+// goroutine must not park in the Go scheduler on the hot path: a park and
+// unpark of a locked goroutine costs 20–35 µs here (two OS thread switches).
+// A spinning worker holds a P, so the default number of workers leaves one P
+// for the rest of the program.
+//
+// # Blocking
+//
+// Every blocking call in fibermpi says what it does to its caller. In this
+// package: Waiter.Block, Event.Wait and Fiber.Yield yield a fiber to its
+// worker and park a plain goroutine (Go's way); Scheduler.Wait and
+// Scheduler.Close park the calling goroutine and must not be called from a
+// fiber of the same scheduler. Inside a fiber, anything that blocks the OS
+// thread (channel operations, sync.Mutex, sleeping system calls, time.Sleep)
+// stops every fiber of that worker until it returns.
+//
+// # Runtime rules
+//
+// Breaking these is fatal in the Go runtime (a throw, not a panic), so the
+// package is built to make them impossible to break by accident: a fiber is
+// resumed only by its own worker's thread (Spawn from elsewhere goes through
+// the queue; fibers never migrate); the worker never changes its
+// LockOSThread count after creating fibers; and a fiber must not call
+// runtime.LockOSThread and then block. runtime.Goexit in a fiber (and so
+// testing.T.FailNow) cannot be contained: it ends the worker and is reported
+// as ErrGoexit. A fiber's panic is recovered, reported as a *PanicError by
+// Scheduler.Wait or Close, and does not disturb other fibers.
+//
+// # Rejected designs
+//
+// Hand-written assembly stack switching onto mmap'd stacks (fcontext style)
+// switched in about 10 ns and failed in every realistic case: objects
+// referenced only from a parked fiber's stack were freed by the garbage
+// collector, stack scans faulted, system calls and panics were fatal, stacks
+// never grew, and the race detector went blind. Go moves and scans goroutine
+// stacks; only the runtime may switch them. Goroutines with channels as the
+// fiber mechanism cost a scheduler round trip per handoff and an unpark of a
+// locked thread (tens of microseconds) whenever the receiver runs on a
+// worker. A queue of runnable fibers instead of the bit-vector needs a lock
+// or a CAS loop per wake-up; the bit-vector's wake-up is one OR, and a
+// duplicate wake-up is free.
+package fiber

@@ -1,0 +1,153 @@
+package fiber
+
+import "sync/atomic"
+
+// A Waiter is something that can block and be woken: a fiber, or a plain
+// goroutine. The layers above fibermpi's scheduler (requests, endpoints)
+// hold a *Waiter for their caller and never need to know which kind it is.
+//
+// A Waiter behaves like a binary semaphore with one permit: Wake grants the
+// permit (granting it twice is the same as once) and Block consumes it,
+// waiting for it if it is not there. Block may therefore return once for
+// several Wakes, and a Wake meant for an earlier wait may let a later Block
+// return at once, so callers always wait in a loop on their own condition:
+//
+//	for !done() {
+//		w.Block()
+//	}
+//
+// Event does exactly that and is what most code should use.
+type Waiter struct {
+	// f is the fiber this waiter belongs to, nil for a goroutine waiter.
+	f *Fiber
+	// ch holds the permit of a goroutine waiter (capacity 1).
+	ch chan struct{}
+}
+
+// NewGoroutineWaiter returns a Waiter for a plain goroutine: Block parks the
+// goroutine on a channel, Go's way, and Wake readies it. Calling Block from a
+// fiber with such a waiter blocks the fiber's whole worker; fibers use
+// (*Fiber).Waiter instead.
+func NewGoroutineWaiter() *Waiter {
+	return &Waiter{ch: make(chan struct{}, 1)}
+}
+
+// Fiber returns the fiber this waiter belongs to, or nil for a goroutine
+// waiter.
+func (w *Waiter) Fiber() *Fiber { return w.f }
+
+// Wake grants the waiter's permit, so its current or next Block returns. It
+// may be called from any goroutine, fiber or worker, any number of times.
+// For a fiber it is one atomic OR into its worker's run bit-vector (two when
+// the bit's group was idle), and a wake-up of the worker only if that worker
+// sleeps.
+func (w *Waiter) Wake() {
+	if f := w.f; f != nil {
+		f.w.signal(f.slot)
+		return
+	}
+	select {
+	case w.ch <- struct{}{}:
+	default: // the permit is already there
+	}
+}
+
+// Block waits until the permit is granted and consumes it. A fiber yields to
+// its worker, which runs other fibers meanwhile; a goroutine parks. Block
+// must be called by the waiter's own fiber or goroutine.
+//
+// If the fiber's scheduler is closing, Block does not return: it unwinds the
+// fiber with a panic that the scheduler recovers (deferred calls run).
+func (w *Waiter) Block() {
+	if f := w.f; f != nil {
+		f.block()
+		return
+	}
+	<-w.ch
+}
+
+// signalled is the sentinel stored in Event.state once the event fired.
+var signalled = new(Waiter)
+
+// Event is a one-shot synchronization object: any number of goroutines may
+// Signal it, the first Signal fires it, and a Wait returns once it has fired,
+// whether the Signal came before or after the Wait began (the "signalled
+// flag" of seed 000 §3.1). It wakes its waiter exactly once.
+//
+// The zero value is an unfired event ready to use. An Event must not be
+// copied after first use. Reset makes a fired event reusable; it must not
+// race with Signal or Wait.
+type Event struct {
+	// state is nil (idle), the armed *Waiter, or the sentinel signalled.
+	// Arm's CompareAndSwap pairs with Signal's Swap: whichever comes second
+	// sees the other's value, so a wake-up is never lost.
+	state atomic.Pointer[Waiter]
+}
+
+// Signal fires the event and wakes its waiter, if one is armed. It reports
+// whether this call fired it (false if it had fired already). It never
+// blocks and may be called from anywhere.
+func (e *Event) Signal() bool {
+	old := e.state.Swap(signalled)
+	if old == signalled {
+		return false
+	}
+	if old != nil {
+		old.Wake()
+	}
+	return true
+}
+
+// Done reports whether the event has fired. It is one atomic load.
+func (e *Event) Done() bool { return e.state.Load() == signalled }
+
+// Wait returns once the event has fired. If it has not fired yet, w (the
+// caller's own waiter) is armed and blocked: a fiber yields, a goroutine
+// parks. Only one waiter may wait on an event at a time; a second concurrent
+// Wait with a different waiter panics.
+func (e *Event) Wait(w *Waiter) {
+	if e.Done() {
+		return
+	}
+	if !e.Arm(w) {
+		return
+	}
+	for !e.Done() {
+		w.Block()
+	}
+}
+
+// Arm registers w to be woken when the event fires, without blocking, and
+// reports whether it did: false means the event has fired already. Arming
+// the same waiter on several events and then blocking once is how a caller
+// waits for whichever fires first (WaitAny); Disarm the others afterwards.
+// Arm panics if another waiter is armed.
+func (e *Event) Arm(w *Waiter) bool {
+	for {
+		old := e.state.Load()
+		switch old {
+		case signalled:
+			return false
+		case w:
+			return true
+		case nil:
+			if e.state.CompareAndSwap(nil, w) {
+				return true
+			}
+		default:
+			panic("fiber: two waiters on one Event")
+		}
+	}
+}
+
+// Disarm removes w if it is armed on the event and the event has not fired,
+// and reports whether it did. A Signal racing with Disarm either wakes w or
+// finds it gone; never both, never neither.
+func (e *Event) Disarm(w *Waiter) bool {
+	return e.state.CompareAndSwap(w, nil)
+}
+
+// Reset returns a fired (or never armed) event to its zero state so it can be
+// reused. It must not be called while a Signal, Wait or Arm on the event may
+// still be running.
+func (e *Event) Reset() { e.state.Store(nil) }

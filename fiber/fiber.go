@@ -1,0 +1,194 @@
+package fiber
+
+import (
+	"fmt"
+	"iter"
+	"math/bits"
+	"runtime/debug"
+
+	"github.com/fibermpi/fibermpi/internal/invariants"
+)
+
+// A Fiber is a user-level thread: a function run by exactly one worker,
+// cooperatively scheduled. A fiber runs until it returns or blocks (Yield,
+// Waiter.Block, Event.Wait and every blocking fibermpi call made with the
+// fiber's waiter); while it is blocked its worker runs other fibers.
+//
+// The *Fiber passed to the fiber's function belongs to that fiber: its
+// methods other than Worker, Waiter and Scheduler must be called only from
+// the fiber itself. A fiber never migrates to another worker.
+//
+// A fiber must not block its worker: a channel operation, a mutex, a
+// sleeping system call or runtime.LockOSThread inside a fiber stops every
+// fiber of that worker until it finishes. Blocking fibermpi calls yield
+// instead. runtime.Goexit (and so testing.T.FailNow) inside a fiber is not
+// supported: it ends the worker (see ErrGoexit).
+type Fiber struct {
+	// waiter is the fiber's Waiter; waiter.f points back here.
+	waiter Waiter
+
+	w    *worker
+	slot uint32
+	fn   func(*Fiber)
+
+	// next and stop drive the fiber's runtime coroutine (iter.Pull); only
+	// the owning worker calls them. yield is the coroutine's side of the
+	// switch; only the fiber calls it.
+	next  func() (struct{}, bool)
+	stop  func()
+	yield func(struct{}) bool
+
+	started   bool // next has been called at least once (worker only)
+	nested    bool // resumed by another fiber (direct handoff), not the worker
+	cancelled bool // set by the worker while the fiber is suspended
+	returned  bool // fn returned normally (fiber only)
+
+	// qnext links fibers in a worker's spawn queue.
+	qnext *Fiber
+}
+
+// Worker returns the index of the worker that runs the fiber.
+func (f *Fiber) Worker() int { return f.w.id }
+
+// Scheduler returns the scheduler the fiber belongs to, so a fiber can spawn
+// others.
+func (f *Fiber) Scheduler() *Scheduler { return f.w.s }
+
+// Waiter returns the fiber's waiter, to pass to Event.Wait or to any layer
+// that blocks on the fiber's behalf.
+func (f *Fiber) Waiter() *Waiter { return &f.waiter }
+
+// Yield lets the worker run the other runnable fibers, then resumes the
+// fiber. It must be called from the fiber itself.
+func (f *Fiber) Yield() {
+	f.w.signal(f.slot)
+	f.block()
+}
+
+// Wait blocks the fiber until e has fired; it is e.Wait(f.Waiter()).
+func (f *Fiber) Wait(e *Event) { e.Wait(&f.waiter) }
+
+// block suspends the fiber until its run bit is set, and takes that bit.
+//
+// The slow way is to switch back to the worker, which scans its bit-vector
+// and resumes the next runnable fiber: two coroutine switches per handoff.
+// The fast way (direct handoff) is for the blocking fiber, when its worker
+// resumed it, to take the runnable bits of its own level-1 word and resume
+// those fibers itself, nested: a neighbour it resumes blocks by switching
+// straight back to it, so a ping-pong between two fibers of one word costs
+// one switch per handoff. Nesting is one level deep (a nested fiber always
+// switches back to its resumer), and a worker grants at most maxDirect
+// direct handoffs before its own scan gets a turn, so every runnable fiber
+// still runs in a bounded number of steps.
+func (f *Fiber) block() {
+	if invariants.Enabled {
+		invariants.Check(f.w.cur == f, "fiber: Block called from outside the fiber")
+	}
+	if f.nested || !f.runNeighbours() {
+		f.yield(struct{}{})
+	}
+	if f.cancelled {
+		panic(errCancel)
+	}
+}
+
+// runNeighbours runs the runnable fibers of f's level-1 word until f's own
+// bit is set, which it takes, returning true; it returns false when the word
+// is empty or the direct-handoff budget is spent. On its first look it
+// prefers the other fibers to f, so that Yield lets them run.
+func (f *Fiber) runNeighbours() bool {
+	w := f.w
+	j := f.slot / 64
+	me := uint64(1) << (f.slot % 64)
+	for first := true; w.direct < maxDirect && !w.stop.Load(); first = false {
+		word := w.local
+		if w.localWord == j {
+			w.local = 0
+		} else {
+			word = 0
+		}
+		if w.l1[j].Load() != 0 {
+			word |= w.l1[j].Swap(0)
+		}
+		if word == 0 {
+			return false
+		}
+		w.direct++
+		if word&me != 0 && (!first || word == me) {
+			w.giveBack(j, word&^me)
+			return true
+		}
+		low := word &^ me
+		low &= -low
+		w.giveBack(j, word&^low)
+		g := w.fibers[j*64+uint32(bits.TrailingZeros64(low))]
+		if g == nil {
+			continue // a late Wake for an ended fiber
+		}
+		g.nested = true
+		w.cur = g
+		g.started = true
+		_, ok := g.next()
+		w.cur = f
+		g.nested = false
+		if !ok {
+			w.exit(g)
+		}
+	}
+	return false
+}
+
+// cancelSignal is the panic value that unwinds a cancelled fiber.
+type cancelSignal struct{}
+
+var errCancel any = cancelSignal{}
+
+// body is the coroutine's function: it runs fn and turns a panic into a
+// report instead of letting it escape into the worker.
+func (f *Fiber) body(yield func(struct{}) bool) {
+	f.yield = yield
+	defer f.finish()
+	f.fn(f)
+	f.returned = true
+}
+
+// finish runs on the fiber as it ends, normally or not.
+func (f *Fiber) finish() {
+	r := recover()
+	switch {
+	case r == errCancel:
+		// Cancelled by Close: not an error.
+	case r != nil:
+		f.w.s.report(&PanicError{Worker: f.w.id, Value: r, Stack: debug.Stack()})
+	case !f.returned:
+		// Neither a return nor a panic: runtime.Goexit. iter.Pull will
+		// propagate it into the worker, which cannot survive it.
+		f.w.s.report(&PanicError{Worker: f.w.id, Value: ErrGoexit, Stack: debug.Stack()})
+	}
+}
+
+// start creates the fiber's coroutine. It must run on the owning worker's
+// goroutine, after that goroutine locked its OS thread: the runtime ties a
+// coroutine to the thread-lock state it was created under.
+func (f *Fiber) start() {
+	f.next, f.stop = iter.Pull(f.body)
+}
+
+// PanicError reports a fiber that panicked (or called runtime.Goexit). The
+// scheduler collects them and returns them, joined, from Wait and Close.
+type PanicError struct {
+	Worker int    // the worker that ran the fiber
+	Value  any    // the value passed to panic, or ErrGoexit
+	Stack  []byte // the fiber's stack at the panic
+}
+
+// Error describes the panic.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("fiber: panic in fiber on worker %d: %v", e.Worker, e.Value)
+}
+
+// Unwrap returns the panic value if it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}

@@ -1,0 +1,427 @@
+package fiber
+
+import (
+	"math/bits"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/cpu"
+)
+
+// Bit-vector geometry (seed 001 §3.1). Level 1 has one bit per fiber slot;
+// level 2 has one bit per level-1 cache line of lineWords words.
+const (
+	lineWords = 8                     // level-1 words per cache line (s1)
+	lineSlots = lineWords * 64        // fiber slots per level-1 line: 512
+	l2Slots   = 64 * lineSlots        // slots covered by one level-2 word: 32768
+	maxL2     = 64                    // level-2 words at most
+	maxSlots  = maxL2 * l2Slots       // 2,097,152 slots per worker at most
+	seedSlots = 8 * l2Slots           // the seed's 262,144 (s1 = s2 = 8)
+	maxCancel = 1 << 10               // resumes granted to a cancelled fiber
+	relook    = 16                    // times a pass re-takes one level-1 word
+	maxDirect = 64                    // direct handoffs between two worker resumes
+	spinPause = 32                    // loads per backoff step
+	backoffMx = 64                    // longest backoff, in steps
+	checkTime = 64                    // idle passes between clock reads
+	wakeSlack = 50 * time.Microsecond // idle time spent spinning before backing off
+)
+
+// worker runs fibers on one locked OS thread. Fields are grouped by who
+// writes them: the owner (the worker goroutine and the fibers it runs, one
+// at a time), or anyone (signal, Spawn, Close), each group on its own cache
+// lines.
+type worker struct {
+	id  int
+	s   *Scheduler
+	cpu int // CPU to pin to, or -1
+
+	// Owner-only state.
+	cur      *Fiber   // the fiber running now, nil in the scheduler loop
+	fibers   []*Fiber // slot -> fiber; nil for a free slot
+	free     []uint32 // free slots below len(fibers), reused LIFO
+	pending  []*Fiber // spawned fibers waiting for a free slot, FIFO
+	pendHead int
+	rot      int // level-2 word the next pass starts at (fairness)
+	direct   int // direct handoffs since the worker last resumed a fiber
+	// local holds the runnable bits of level-1 word localWord that the
+	// scan has taken and not run yet; a fiber of that word blocking with a
+	// direct handoff takes them too. nextBit is where the scan of a word
+	// starts (fairness within a word).
+	local     uint64
+	localWord uint32
+	nextBit   uint
+	nslots    int // capacity in slots
+
+	// l1 and l2 are the run bit-vectors: written by signal (anyone, atomic
+	// OR) and swapped out by the owner (atomic exchange). l2 bit i means
+	// "line i of l1 may have a set bit". Each is its own allocation.
+	l1 []atomic.Uint64
+	l2 []atomic.Uint64
+
+	_ cpu.CacheLinePad
+	// spawnq is a LIFO of fibers to create: Spawn pushes with
+	// CompareAndSwap, the owner takes the whole list with Swap.
+	spawnq atomic.Pointer[Fiber]
+	_      cpu.CacheLinePad
+	// sleeping is stored true by the owner before it sleeps and read by
+	// signal, Spawn and Close after they publish work: each side writes,
+	// then reads the other's word, so one of them always sees the other.
+	sleeping atomic.Bool
+	// stop asks the worker to cancel its fibers and exit (Close).
+	stop atomic.Bool
+	// wakeCh carries a wake-up to a sleeping worker (capacity 1).
+	wakeCh chan struct{}
+	_      cpu.CacheLinePad
+}
+
+func newWorker(s *Scheduler, id, nslots, cpuID int) *worker {
+	lines := (nslots + lineSlots - 1) / lineSlots
+	return &worker{
+		id:     id,
+		s:      s,
+		cpu:    cpuID,
+		nslots: lines * lineSlots,
+		l1:     make([]atomic.Uint64, lines*lineWords),
+		l2:     make([]atomic.Uint64, (lines+63)/64),
+		wakeCh: make(chan struct{}, 1),
+	}
+}
+
+// signal marks slot runnable (seed 001 Alg. 4, ThreadSignal): an atomic OR
+// into level 1, then into level 2 unless the bit is already there. It may be
+// called from anywhere.
+func (w *worker) signal(slot uint32) {
+	w.l1[slot/64].Or(1 << (slot % 64))
+	line := slot / lineSlots
+	l2 := &w.l2[line/64]
+	bit := uint64(1) << (line % 64)
+	// The load is ordered after the OR above: if it sees the level-2 bit,
+	// the owner's Swap of that word has not happened yet, and the Swap of
+	// our level-1 word comes after it.
+	if l2.Load()&bit == 0 {
+		l2.Or(bit)
+	}
+	if w.sleeping.Load() {
+		w.wake()
+	}
+}
+
+// wake ends the worker's sleep; harmless if it is awake.
+func (w *worker) wake() {
+	select {
+	case w.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// push queues a new fiber for the worker to create.
+func (w *worker) push(f *Fiber) {
+	for {
+		head := w.spawnq.Load()
+		f.qnext = head
+		if w.spawnq.CompareAndSwap(head, f) {
+			break
+		}
+	}
+	if w.sleeping.Load() {
+		w.wake()
+	}
+}
+
+// run is the worker goroutine: seed 001 Alg. 3 plus spawning, idling and
+// shutdown. ready receives the result of locking and pinning.
+func (w *worker) run(ready chan<- error) {
+	defer w.s.wg.Done()
+	// Never unlocked: every fiber's coroutine is created under this lock
+	// state, and the runtime requires it unchanged at every switch. When
+	// the goroutine exits, the thread exits with it.
+	runtime.LockOSThread()
+	if w.cpu >= 0 {
+		if err := pin(w.cpu); err != nil {
+			ready <- err
+			return
+		}
+	}
+	ready <- nil
+	exited := false
+	defer func() {
+		if !exited {
+			// A fiber called runtime.Goexit; its fibers cannot move.
+			w.s.workerDied(w)
+		}
+	}()
+	w.loop()
+	exited = true
+}
+
+func (w *worker) loop() {
+	var (
+		idle      int       // consecutive passes without work
+		idleSince time.Time // when this idle period began, read lazily
+		step      int       // backoff steps per idle pass; 0 while spinning hot
+	)
+	for {
+		if w.spawnq.Load() != nil {
+			w.drainSpawns()
+		}
+		if w.pass() {
+			idle, idleSince, step = 0, time.Time{}, 0
+			continue
+		}
+		if w.stop.Load() {
+			w.shutdown()
+			return
+		}
+		if hook := w.s.cfg.Idle; hook != nil && hook(w.id) {
+			idle, idleSince, step = 0, time.Time{}, 0
+			continue
+		}
+		// Idle policy: spin hot, then back off, then sleep; the clock is
+		// read only every checkTime idle passes.
+		if idle++; idle%checkTime == 0 {
+			now := time.Now()
+			switch d := now.Sub(idleSince); {
+			case idleSince.IsZero():
+				idleSince = now
+			case d >= w.s.cfg.SleepAfter:
+				w.sleep()
+				idle, idleSince, step = 0, time.Time{}, 0
+				continue
+			case d >= wakeSlack:
+				step = min(step+1, backoffMx)
+			}
+		}
+		if step > 0 {
+			backoff(step)
+		}
+	}
+}
+
+// backoff burns roughly steps × spinPause loads without touching shared
+// memory or the Go scheduler.
+func backoff(steps int) {
+	var sink atomic.Uint32
+	for range steps * spinPause {
+		sink.Load()
+	}
+}
+
+// sleep parks the worker until signal, Spawn or Close wakes it, or, when an
+// idle hook is set, until PollInterval passes so the hook runs again.
+func (w *worker) sleep() {
+	w.sleeping.Store(true)
+	if w.hasWork() {
+		w.sleeping.Store(false)
+		return
+	}
+	if w.s.cfg.Idle == nil {
+		<-w.wakeCh
+	} else {
+		t := time.NewTimer(w.s.cfg.PollInterval)
+		select {
+		case <-w.wakeCh:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	w.sleeping.Store(false)
+}
+
+// hasWork reports whether anything is runnable or queued.
+func (w *worker) hasWork() bool {
+	if w.spawnq.Load() != nil || w.stop.Load() {
+		return true
+	}
+	for i := range w.l2 {
+		if w.l2[i].Load() != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// pass runs every fiber whose bit is set, visiting level 2 from a rotating
+// start, and reports whether it ran any.
+func (w *worker) pass() bool {
+	ran := false
+	n := len(w.l2)
+	start := w.rot
+	if w.rot++; w.rot == n {
+		w.rot = 0
+	}
+	for k := range n {
+		i := start + k
+		if i >= n {
+			i -= n
+		}
+		if w.l2[i].Load() == 0 {
+			continue
+		}
+		lines := w.l2[i].Swap(0)
+		for lines != 0 {
+			line := i*64 + bits.TrailingZeros64(lines)
+			lines &= lines - 1
+			for j := line * lineWords; j < (line+1)*lineWords; j++ {
+				if w.l1[j].Load() == 0 {
+					continue
+				}
+				// Run the word's fibers; then, a bounded number of times,
+				// take the bits that were set in it meanwhile (a fiber
+				// waking a neighbour) without going back through level 2.
+				// Level 2 keeps its bit for this line, which only costs a
+				// later pass a look at an empty line.
+				// The bits taken but not yet run stay in w.local, where a
+				// blocking fiber of this word can take them (direct
+				// handoff). Within the word, the bit after the last fiber
+				// resumed goes first, so a Yield lets its neighbours run.
+				w.localWord = uint32(j)
+				for range relook {
+					w.local = w.l1[j].Swap(0)
+					for w.local != 0 {
+						pick := w.local & (^uint64(0) << w.nextBit)
+						if pick == 0 {
+							pick = w.local
+						}
+						b := bits.TrailingZeros64(pick)
+						w.local &^= 1 << b
+						w.nextBit = uint(b+1) & 63
+						w.resume(uint32(j*64 + b))
+					}
+					if w.l1[j].Load() == 0 {
+						break
+					}
+				}
+				ran = true
+			}
+		}
+	}
+	return ran
+}
+
+// resume switches to the fiber in slot until it blocks or ends.
+func (w *worker) resume(slot uint32) {
+	f := w.fibers[slot]
+	if f == nil {
+		return // a late Wake for a fiber that has ended
+	}
+	w.cur = f
+	w.direct = 0
+	f.started = true
+	_, ok := f.next()
+	w.cur = nil
+	if !ok {
+		w.exit(f)
+	}
+}
+
+// giveBack returns runnable bits taken from level-1 word j but not run, and
+// makes sure level 2 points at their line. Owner only.
+func (w *worker) giveBack(j uint32, word uint64) {
+	if word == 0 {
+		return
+	}
+	w.l1[j].Or(word)
+	line := j / lineWords
+	l2 := &w.l2[line/64]
+	if bit := uint64(1) << (line % 64); l2.Load()&bit == 0 {
+		l2.Or(bit)
+	}
+}
+
+// drainSpawns creates the queued fibers in the order they were spawned.
+func (w *worker) drainSpawns() {
+	var fifo *Fiber
+	for f := w.spawnq.Swap(nil); f != nil; {
+		next := f.qnext
+		f.qnext = fifo
+		fifo = f
+		f = next
+	}
+	for f := fifo; f != nil; {
+		next := f.qnext
+		f.qnext = nil
+		if !w.place(f) {
+			w.pending = append(w.pending, f)
+		}
+		f = next
+	}
+}
+
+// place gives f a slot, creates its coroutine and marks it runnable. It
+// reports false if every slot is taken.
+func (w *worker) place(f *Fiber) bool {
+	var slot uint32
+	switch {
+	case len(w.free) > 0:
+		slot = w.free[len(w.free)-1]
+		w.free = w.free[:len(w.free)-1]
+	case len(w.fibers) < w.nslots:
+		slot = uint32(len(w.fibers))
+		w.fibers = append(w.fibers, nil)
+	default:
+		return false
+	}
+	f.slot = slot
+	f.start()
+	w.fibers[slot] = f
+	w.signal(slot)
+	return true
+}
+
+// exit releases a finished fiber's slot and places a waiting spawn in it.
+func (w *worker) exit(f *Fiber) {
+	w.fibers[f.slot] = nil
+	w.free = append(w.free, f.slot)
+	f.next, f.stop, f.yield, f.fn = nil, nil, nil, nil
+	w.s.fiberDone(1)
+	if w.pendHead < len(w.pending) {
+		p := w.pending[w.pendHead]
+		w.pending[w.pendHead] = nil
+		w.pendHead++
+		if w.pendHead == len(w.pending) {
+			w.pending, w.pendHead = w.pending[:0], 0
+		}
+		w.place(p)
+	}
+}
+
+// shutdown cancels every fiber of the worker (Close). Fibers that never ran
+// are dropped; the others are resumed with their cancelled flag set, so the
+// blocking call they are in panics and unwinds them.
+func (w *worker) shutdown() {
+	dropped := 0
+	for f := w.spawnq.Swap(nil); f != nil; f = f.qnext {
+		dropped++
+	}
+	dropped += len(w.pending) - w.pendHead
+	w.pending, w.pendHead = nil, 0
+	w.s.fiberDone(dropped)
+	for _, f := range w.fibers {
+		if f != nil {
+			w.cancel(f)
+		}
+	}
+}
+
+func (w *worker) cancel(f *Fiber) {
+	if !f.started {
+		f.stop() // the coroutine ends without running fn
+		w.exit(f)
+		return
+	}
+	f.cancelled = true
+	for range maxCancel {
+		w.cur = f
+		_, ok := f.next()
+		w.cur = nil
+		if !ok {
+			w.exit(f)
+			return
+		}
+	}
+	// The fiber recovered the cancellation every time and kept blocking.
+	w.s.report(&PanicError{Worker: w.id, Value: ErrCancelIgnored})
+	w.fibers[f.slot] = nil
+	w.s.fiberDone(1)
+}
