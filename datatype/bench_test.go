@@ -2,6 +2,7 @@ package datatype
 
 import (
 	"testing"
+	"unsafe"
 )
 
 // packer is one contender in BenchmarkPack: it packs the red cells of one
@@ -42,6 +43,39 @@ func (p naivePacker) pack(dst, src []byte) int {
 	return n
 }
 
+// loopPacker is the typed Go loop a user would write for this one case,
+// over []float32: the best a portable scalar loop does.
+type loopPacker struct{ n int }
+
+func (p loopPacker) pack(dst, src []byte) int {
+	d := unsafe.Slice((*float32)(unsafe.Pointer(&dst[0])), p.n)
+	s := unsafe.Slice((*float32)(unsafe.Pointer(&src[0])), 2*p.n-1)
+	for i := range d {
+		d[i] = s[2*i]
+	}
+	return 4 * p.n
+}
+
+// streamPacker packs with a Packer into 8 KiB packets, as the eager
+// protocol does.
+type streamPacker struct {
+	t      Type
+	p      *Packer
+	packet []byte
+}
+
+func (p streamPacker) pack(dst, src []byte) int {
+	if err := p.p.Reset(src, 1, p.t); err != nil {
+		panic(err)
+	}
+	n := 0
+	for !p.p.Done() {
+		k, _ := p.p.Read(p.packet)
+		n += copy(dst[n:], p.packet[:k])
+	}
+	return n
+}
+
 // copyPacker copies the same number of bytes contiguously: the bound.
 type copyPacker struct{ n int }
 
@@ -58,6 +92,8 @@ func BenchmarkPack(b *testing.B) {
 			offs = append(offs, off+k)
 		}
 	}
+	// Safety (loopPacker): src and dst come from []float32 and []byte
+	// allocations that are at least 4-aligned and long enough.
 	src := Bytes(make([]float32, sorRow))
 	dst := make([]byte, red.Size())
 	for _, c := range []struct {
@@ -66,6 +102,8 @@ func BenchmarkPack(b *testing.B) {
 	}{
 		{"vector", vectorPacker{red}},
 		{"naive", naivePacker{offs: offs, size: 4}},
+		{"typedloop", loopPacker{red.Size() / 4}},
+		{"packer8KiB", streamPacker{t: red, p: new(Packer), packet: make([]byte, 8192)}},
 		{"copy", copyPacker{red.Size()}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
