@@ -1,6 +1,7 @@
 package packet
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -16,55 +17,59 @@ func scale(n int) int {
 
 // TestDequeOwnerAndThieves runs the raw deque with one owner pushing and
 // popping and two thieves stealing; every value pushed must come out
-// exactly once.
+// exactly once. Small capacities make the owner wrap onto slots thieves
+// have just claimed.
 func TestDequeOwnerAndThieves(t *testing.T) {
-	const capacity = 8
-	var d deque
-	d.init(capacity)
-	n := scale(200000)
-	seen := make([]atomic.Int32, n)
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			for !stop.Load() {
-				if x, ok, _ := d.popBottom(); ok {
+	for _, capacity := range []int{1, 2, 3, 8} {
+		t.Run(fmt.Sprint(capacity), func(t *testing.T) {
+			var d deque
+			d.init(capacity)
+			n := scale(60000)
+			seen := make([]atomic.Int32, n)
+			var stop atomic.Bool
+			var wg sync.WaitGroup
+			for range 2 {
+				wg.Go(func() {
+					for !stop.Load() {
+						if x, ok, _ := d.popBottom(); ok {
+							seen[x].Add(1)
+						}
+					}
+				})
+			}
+			rng := rand.New(rand.NewPCG(1, uint64(capacity)))
+			busy := 0
+			for next := 0; next < n; {
+				if rng.IntN(3) > 0 {
+					switch d.pushTop(uint32(next)) {
+					case pushed:
+						next++
+					case pushBusy:
+						busy++
+					}
+				} else if x, ok := d.popTop(); ok {
 					seen[x].Add(1)
 				}
 			}
+			for {
+				x, ok := d.popTop()
+				if !ok {
+					if d.len() == 0 {
+						break
+					}
+					continue
+				}
+				seen[x].Add(1)
+			}
+			stop.Store(true)
+			wg.Wait()
+			t.Logf("%d pushes found their slot still being read", busy)
+			for i := range seen {
+				if c := seen[i].Load(); c != 1 {
+					t.Fatalf("value %d came out %d times", i, c)
+				}
+			}
 		})
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	busy := 0
-	for next := 0; next < n; {
-		if rng.IntN(3) > 0 {
-			switch d.pushTop(uint32(next)) {
-			case pushed:
-				next++
-			case pushBusy:
-				busy++
-			}
-		} else if x, ok := d.popTop(); ok {
-			seen[x].Add(1)
-		}
-	}
-	for {
-		x, ok := d.popTop()
-		if !ok {
-			if d.len() == 0 {
-				break
-			}
-			continue
-		}
-		seen[x].Add(1)
-	}
-	stop.Store(true)
-	wg.Wait()
-	t.Logf("%d pushes found their slot still being read", busy)
-	for i := range seen {
-		if c := seen[i].Load(); c != 1 {
-			t.Fatalf("value %d came out %d times", i, c)
-		}
 	}
 }
 

@@ -66,6 +66,9 @@ func TestPayloadAndData(t *testing.T) {
 	if !errors.Is(err, ErrTooLong) || !errors.As(err, &le) || le.Len != 129 || le.Cap != 128 {
 		t.Fatalf("SetData(129 bytes) = %v, want LengthError{129,128}", err)
 	}
+	if msg := err.Error(); !strings.Contains(msg, "129") || !strings.Contains(msg, "128") {
+		t.Fatalf("LengthError message %q lacks the sizes", msg)
+	}
 	if string(a.Data()) != "abc" {
 		t.Fatal("failed SetData changed the data")
 	}
