@@ -1,0 +1,221 @@
+package endpoint
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/match"
+	"github.com/fibermpi/fibermpi/packet"
+	"github.com/fibermpi/fibermpi/rdma"
+)
+
+// core is one endpoint's resources: its transport address, its matching
+// table and its registry of rendezvous requests in flight. Every Endpoint
+// handle registered with it shares it. It is the rdma.Receiver the
+// transport delivers the endpoint's packets to.
+type core struct {
+	p     *Process
+	addr  rdma.Addr
+	level ThreadLevel
+	table *match.Table[packet.Packet, Request]
+
+	// handles counts registrations (thread-level rules); owner is the
+	// handle that may call at ThreadFunneled.
+	regMu   sync.Mutex
+	handles int
+
+	// rendezvous requests in flight, by id; ids are never reused.
+	rvMu   sync.Mutex
+	rv     map[uint64]*Request
+	nextID atomic.Uint64
+
+	// busy detects two callers inside a ThreadSingle or ThreadSerialized
+	// endpoint at once (invariants builds only).
+	busy atomic.Int32
+}
+
+func newCore(p *Process, addr rdma.Addr, level ThreadLevel) (*core, error) {
+	t, err := match.New[packet.Packet, Request](p.opts.Match)
+	if err != nil {
+		return nil, err
+	}
+	c := &core{p: p, addr: addr, level: level, table: t, rv: make(map[uint64]*Request)}
+	if err := p.tr.Bind(addr, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// wildcards is a hook for bookkeeping of wildcard receives; the matching
+// table keeps its own count, so there is nothing to do here yet.
+func (c *core) wildcards(match.Key, int) {}
+
+// register records a rendezvous request and returns its id.
+func (c *core) register(r *Request) uint64 {
+	id := c.nextID.Add(1)
+	c.rvMu.Lock()
+	c.rv[id] = r
+	c.rvMu.Unlock()
+	return id
+}
+
+// take removes and returns the rendezvous request id.
+func (c *core) take(id uint64) *Request {
+	c.rvMu.Lock()
+	r := c.rv[id]
+	delete(c.rv, id)
+	c.rvMu.Unlock()
+	return r
+}
+
+// getPacket takes a packet from the pool for worker w. When the pool is dry
+// it drives progress and lets others run until one frees: exhaustion is
+// back-pressure, never a drop.
+func (c *core) getPacket(w int, waiter *fiber.Waiter) *packet.Packet {
+	for {
+		if pk := c.p.pool.Get(w); pk != nil {
+			return pk
+		}
+		c.p.tr.Progress(w)
+		c.p.pause(waiter)
+	}
+}
+
+// send posts pk to addr, returning it to the pool if the transport refuses.
+func (c *core) send(w int, to rdma.Addr, pk *packet.Packet) error {
+	if err := c.p.tr.Send(w, to, pk); err != nil {
+		c.p.pool.Put(w, pk)
+		return fmt.Errorf("endpoint: send to %d: %w", to, err)
+	}
+	return nil
+}
+
+// Receive takes a packet the transport delivers to this endpoint. It runs
+// in the sender's call (inproc) or in progress; it never blocks.
+func (c *core) Receive(w int, pk *packet.Packet) {
+	switch pk.Kind {
+	case packet.KindEager, packet.KindRTS:
+		key := match.MustKey(pk.Context, pk.Source, pk.Tag)
+		r, ok, err := c.table.Arrive(key, pk)
+		if err != nil {
+			// The sender built the key from a checked communicator;
+			// a bad key here is a bug, not bad input.
+			panic(fmt.Sprintf("endpoint: arrival with bad key %v: %v", key, err))
+		}
+		if ok {
+			c.matched(w, r, pk)
+		}
+	case packet.KindRTR:
+		c.onRTR(w, pk)
+	case packet.KindDone:
+		c.onDone(w, pk)
+	default:
+		c.p.pool.Put(w, pk)
+		panic(fmt.Sprintf("endpoint: unexpected packet kind %v", pk.Kind))
+	}
+}
+
+// matched joins a receive and the message (eager packet or RTS) it matched.
+func (c *core) matched(w int, r *Request, pk *packet.Packet) {
+	c.wildcards(r.key, -1)
+	r.status.Source, r.status.Tag = pk.Source, pk.Tag
+	if pk.Kind == packet.KindEager {
+		data := pk.Data()
+		n := copy(r.buf, data)
+		r.status.Count = n
+		if n < len(data) {
+			r.status.Err = &TruncateError{Have: len(r.buf), Got: len(data)}
+		}
+		c.p.pool.Put(w, pk)
+		r.complete()
+		return
+	}
+	// RTS: offer the receive buffer (as much of it as the message needs)
+	// to the sender, whose request id and address the RTS carries.
+	size := int(pk.RemoteLen)
+	sendID, from := pk.Request, rdma.Addr(pk.RemoteAddr)
+	buf := r.buf
+	if size > len(buf) {
+		r.status.Err = &TruncateError{Have: len(buf), Got: size}
+	} else {
+		buf = buf[:size]
+	}
+	r.status.Count = len(buf)
+	region, err := c.p.tr.Register(buf)
+	if err != nil {
+		c.p.pool.Put(w, pk)
+		r.status.Err = fmt.Errorf("endpoint: registering receive buffer: %w", err)
+		r.complete()
+		return
+	}
+	r.region, r.peer = region, from
+	r.id = c.register(r)
+	rtr := pk // reuse the RTS packet for the reply
+	clearHeader(rtr)
+	rtr.Kind = packet.KindRTR
+	rtr.Request = sendID
+	rtr.Seq = r.id
+	rtr.RemoteKey, rtr.RemoteAddr, rtr.RemoteLen = region.Key, region.Addr, region.Len
+	if err := c.send(w, from, rtr); err != nil {
+		c.take(r.id)
+		_ = c.p.tr.Deregister(region)
+		r.status.Err = err
+		r.complete()
+	}
+}
+
+// onRTR runs at the sender: put the data into the offered buffer, tell the
+// receiver, complete the send.
+func (c *core) onRTR(w int, pk *packet.Packet) {
+	s := c.take(pk.Request)
+	if s == nil {
+		c.p.pool.Put(w, pk)
+		panic(fmt.Sprintf("endpoint: RTR for unknown send %d", pk.Request))
+	}
+	region := rdma.Region{Key: pk.RemoteKey, Addr: pk.RemoteAddr, Len: pk.RemoteLen}
+	data := s.buf
+	if uint64(len(data)) > region.Len {
+		data = data[:region.Len] // the receiver truncates; it reports that
+	}
+	err := c.p.tr.Put(s.peer, region, 0, data)
+	recvID := pk.Seq
+	done := pk
+	clearHeader(done)
+	done.Kind = packet.KindDone
+	done.Request = recvID
+	if err != nil {
+		done.Flags = 1 // the receiver must not trust its buffer
+	}
+	if serr := c.send(w, s.peer, done); serr != nil && err == nil {
+		err = serr
+	}
+	s.buf = nil
+	s.status.Err = err
+	s.complete()
+}
+
+// onDone runs at the receiver: the data is in its buffer.
+func (c *core) onDone(w int, pk *packet.Packet) {
+	r := c.take(pk.Request)
+	failed := pk.Flags != 0
+	c.p.pool.Put(w, pk)
+	if r == nil {
+		panic(fmt.Sprintf("endpoint: Done for unknown receive %d", pk.Request))
+	}
+	_ = c.p.tr.Deregister(r.region)
+	if failed && r.status.Err == nil {
+		r.status.Err = ErrTransfer
+	}
+	r.complete()
+}
+
+// clearHeader zeroes a packet's protocol fields (not the pool's own).
+func clearHeader(pk *packet.Packet) {
+	pk.Context, pk.Source, pk.Tag = 0, 0, 0
+	pk.Seq, pk.Request = 0, 0
+	pk.RemoteAddr, pk.RemoteLen, pk.RemoteKey = 0, 0, 0
+	pk.Kind, pk.Flags = packet.KindNone, 0
+	pk.SetLen(0)
+}

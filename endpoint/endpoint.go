@@ -1,0 +1,347 @@
+package endpoint
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/internal/invariants"
+	"github.com/fibermpi/fibermpi/match"
+	"github.com/fibermpi/fibermpi/packet"
+	"github.com/fibermpi/fibermpi/rdma"
+)
+
+// Errors of the endpoint layer.
+var (
+	// ErrFinalized is returned by calls after Process.Finalize.
+	ErrFinalized = errors.New("endpoint: process finalized")
+	// ErrNotRegistered is returned by calls through an Endpoint handle that
+	// is not (or no longer) registered with a caller.
+	ErrNotRegistered = errors.New("endpoint: caller not registered with the endpoint")
+	// ErrThreadLevel is returned for a registration the endpoint's thread
+	// level forbids, and for an unknown level.
+	ErrThreadLevel = errors.New("endpoint: thread level violated")
+	// ErrRank is returned for a rank outside the communicator.
+	ErrRank = errors.New("endpoint: rank out of range")
+	// ErrTag is returned for a negative tag (other than AnyTag on a
+	// receive) or one above MaxTag.
+	ErrTag = errors.New("endpoint: tag out of range")
+	// ErrTruncate is matched by a *TruncateError.
+	ErrTruncate = errors.New("endpoint: message truncated")
+	// ErrCancelled is the status error of a cancelled receive.
+	ErrCancelled = errors.New("endpoint: request cancelled")
+	// ErrNilRequest is returned for a nil request.
+	ErrNilRequest = errors.New("endpoint: nil request")
+	// ErrTransfer is the status error of a rendezvous receive whose data
+	// transfer failed at the sender.
+	ErrTransfer = errors.New("endpoint: rendezvous transfer failed")
+	// ErrEndpoints is returned when endpoints cannot be created.
+	ErrEndpoints = errors.New("endpoint: cannot create endpoints")
+	// ErrOptions wraps Options.Validate's errors.
+	ErrOptions = errors.New("endpoint: bad options")
+)
+
+// Wildcards and limits of receives.
+const (
+	AnySource = int(match.AnySource) // receive from any rank
+	AnyTag    = int(match.AnyTag)    // receive with any tag
+	MaxTag    = int(match.MaxTag)    // the largest tag (MPI_TAG_UB)
+)
+
+// An Endpoint is a rank: a handle on one endpoint's resources. Handles from
+// CreateEndpoints and World are not registered; Register binds a handle to
+// the fiber or goroutine that will make calls through it, and the blocking
+// calls of that handle then wait the caller's way (a fiber yields to its
+// worker, a goroutine parks). Registration is Snir's MPI_Endpoint_register
+// (seed 004 §2.3); the endpoint's thread level says how many handles may be
+// registered at once and whether they may call at the same time.
+//
+// A registered handle belongs to its caller: pass it to no other goroutine.
+type Endpoint struct {
+	c      *core
+	world  Comm
+	proc   Comm
+	rank   int32
+	waiter *fiber.Waiter // nil until registered
+	worker int           // packet pool index of the caller
+	active bool
+	gid    uint64 // registering goroutine (invariants builds)
+}
+
+// Rank returns the endpoint's rank in its world.
+func (e *Endpoint) Rank() int { return int(e.rank) }
+
+// Size returns the size of the endpoint's world.
+func (e *Endpoint) Size() int { return e.world.Size() }
+
+// World returns the world communicator the endpoint belongs to.
+func (e *Endpoint) World() Comm { return e.world }
+
+// Process returns the communicator of this process's endpoints from the
+// same CreateEndpoints call (seed 004's MPI_COMM_PROCESS).
+func (e *Endpoint) Process() Comm { return e.proc }
+
+// Addr returns the endpoint's transport address.
+func (e *Endpoint) Addr() rdma.Addr { return e.c.addr }
+
+// Proc returns the process the endpoint belongs to.
+func (e *Endpoint) Proc() *Process { return e.c.p }
+
+// Waiter returns the registered caller's waiter (nil if unregistered).
+func (e *Endpoint) Waiter() *fiber.Waiter { return e.waiter }
+
+// Register returns a handle on the same endpoint bound to the caller w: a
+// fiber's waiter (f.Waiter()) or a goroutine's (fiber.NewGoroutineWaiter()).
+// At ThreadSingle and ThreadFunneled only one handle may be registered at a
+// time (ErrThreadLevel otherwise).
+func (e *Endpoint) Register(w *fiber.Waiter) (*Endpoint, error) {
+	if w == nil {
+		return nil, fmt.Errorf("%w: nil waiter", ErrNotRegistered)
+	}
+	if e.c.p.finalized.Load() {
+		return nil, ErrFinalized
+	}
+	e.c.regMu.Lock()
+	defer e.c.regMu.Unlock()
+	if e.c.level <= ThreadFunneled && e.c.handles > 0 {
+		return nil, fmt.Errorf("%w: %v endpoint %d already has a registered caller", ErrThreadLevel, e.c.level, e.c.addr)
+	}
+	e.c.handles++
+	h := *e
+	h.waiter, h.active, h.worker = w, true, packet.NoWorker
+	if f := w.Fiber(); f != nil {
+		h.worker = f.Worker()
+	}
+	if invariants.Enabled {
+		h.gid = goid()
+	}
+	return &h, nil
+}
+
+// Unregister ends the handle's registration; later calls through it fail
+// with ErrNotRegistered.
+func (e *Endpoint) Unregister() error {
+	if !e.active {
+		return ErrNotRegistered
+	}
+	e.active = false
+	e.c.regMu.Lock()
+	e.c.handles--
+	e.c.regMu.Unlock()
+	return nil
+}
+
+// enter checks that a call may proceed: the process is alive, the handle
+// registered, and (invariants builds) the caller is the registered one and
+// alone in a ThreadSingle or ThreadSerialized endpoint.
+func (e *Endpoint) enter() error {
+	if !e.active {
+		return ErrNotRegistered
+	}
+	if e.c.p.finalized.Load() {
+		return ErrFinalized
+	}
+	if invariants.Enabled {
+		if g := goid(); g != e.gid {
+			return fmt.Errorf("%w: handle registered by goroutine %d used by goroutine %d", ErrNotRegistered, e.gid, g)
+		}
+		if e.c.level < ThreadMultiple && e.c.busy.Add(1) != 1 {
+			e.c.busy.Add(-1)
+			invariants.Failf("endpoint: two callers inside %v endpoint %d at once", e.c.level, e.c.addr)
+		}
+	}
+	return nil
+}
+
+func (e *Endpoint) leave() {
+	if invariants.Enabled && e.c.level < ThreadMultiple {
+		e.c.busy.Add(-1)
+	}
+}
+
+// checkSend validates a send's destination rank and tag in comm c.
+func checkSend(c Comm, src, dst int, tag int) error {
+	if dst < 0 || dst >= len(c.Addrs) {
+		return fmt.Errorf("%w: destination %d, communicator size %d", ErrRank, dst, len(c.Addrs))
+	}
+	if src < 0 || src >= len(c.Addrs) {
+		return fmt.Errorf("%w: source %d, communicator size %d", ErrRank, src, len(c.Addrs))
+	}
+	if tag < 0 || tag > MaxTag {
+		return fmt.Errorf("%w: %d (want 0..%d)", ErrTag, tag, MaxTag)
+	}
+	return nil
+}
+
+// Isend starts sending data to rank dst of communicator c, in which the
+// caller is rank me, with tag. An eager send (up to the eager limit) copies
+// data into a packet and is complete on return; a larger one announces
+// itself (RTS) and completes when the data has been put into the matched
+// receive's buffer, so data must not change until then. Isend never blocks
+// except on an exhausted packet pool, where it yields a fiber or lets other
+// goroutines run until a packet frees.
+func (e *Endpoint) Isend(c Comm, me, dst, tag int, data []byte) (*Request, error) {
+	return e.isend(c, me, dst, tag, data, false)
+}
+
+// Issend is Isend in synchronous mode: the request completes only once the
+// matching receive has started (it always uses rendezvous).
+func (e *Endpoint) Issend(c Comm, me, dst, tag int, data []byte) (*Request, error) {
+	return e.isend(c, me, dst, tag, data, true)
+}
+
+func (e *Endpoint) isend(c Comm, me, dst, tag int, data []byte, sync bool) (*Request, error) {
+	if err := e.enter(); err != nil {
+		return nil, err
+	}
+	defer e.leave()
+	if err := checkSend(c, me, dst, tag); err != nil {
+		return nil, err
+	}
+	r := &Request{kind: reqSend, ep: e.c}
+	if err := e.send(c, me, dst, tag, data, sync, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// send is the protocol: eager or RTS.
+func (e *Endpoint) send(c Comm, me, dst, tag int, data []byte, sync bool, r *Request) error {
+	to := c.Addrs[dst]
+	pk := e.c.getPacket(e.worker, e.waiter)
+	pk.Context, pk.Source, pk.Tag = c.Context, int32(me), int32(tag)
+	if !sync && len(data) <= e.c.p.opts.EagerLimit {
+		pk.Kind = packet.KindEager
+		if err := pk.SetData(data); err != nil { // cannot fail: EagerLimit <= payload
+			e.c.p.pool.Put(e.worker, pk)
+			return err
+		}
+		if err := e.c.send(e.worker, to, pk); err != nil {
+			return err
+		}
+		r.complete()
+		return nil
+	}
+	r.buf, r.peer, r.sync = data, to, sync
+	r.id = e.c.register(r)
+	pk.Kind = packet.KindRTS
+	pk.Request = r.id
+	pk.RemoteAddr = uint64(e.c.addr)
+	pk.RemoteLen = uint64(len(data))
+	if err := e.c.send(e.worker, to, pk); err != nil {
+		e.c.take(r.id)
+		return err
+	}
+	return nil
+}
+
+// Irecv posts a receive into buf for a message from rank src (or AnySource)
+// with tag (or AnyTag) on communicator c. A message that arrived already is
+// copied at once; otherwise the data is copied straight into buf when it
+// arrives (eager) or put there by the sender (rendezvous). buf must not be
+// touched until the request completes.
+func (e *Endpoint) Irecv(c Comm, src, tag int, buf []byte) (*Request, error) {
+	if err := e.enter(); err != nil {
+		return nil, err
+	}
+	defer e.leave()
+	key, err := recvKey(c, src, tag)
+	if err != nil {
+		return nil, err
+	}
+	r := &Request{kind: reqRecv, ep: e.c, key: key, buf: buf}
+	m, _, ok, err := e.c.table.Post(key, r)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		e.c.matched(e.worker, r, m)
+	}
+	return r, nil
+}
+
+// recvKey validates a receive's source and tag and builds its key.
+func recvKey(c Comm, src, tag int) (match.Key, error) {
+	if src != AnySource && (src < 0 || src >= len(c.Addrs)) {
+		return match.Key{}, fmt.Errorf("%w: source %d, communicator size %d", ErrRank, src, len(c.Addrs))
+	}
+	if tag != AnyTag && (tag < 0 || tag > MaxTag) {
+		return match.Key{}, fmt.Errorf("%w: %d (want 0..%d or AnyTag)", ErrTag, tag, MaxTag)
+	}
+	return match.NewKey(c.Context, int32(src), int32(tag))
+}
+
+// Iprobe reports whether a message from src (or AnySource) with tag (or
+// AnyTag) on c has arrived, and its status, without receiving it.
+func (e *Endpoint) Iprobe(c Comm, src, tag int) (Status, bool, error) {
+	if err := e.enter(); err != nil {
+		return Status{}, false, err
+	}
+	defer e.leave()
+	key, err := recvKey(c, src, tag)
+	if err != nil {
+		return Status{}, false, err
+	}
+	m, mk, ok, err := e.c.table.Probe(key)
+	if err != nil || !ok {
+		return Status{}, false, err
+	}
+	st := Status{Source: mk.Source(), Tag: mk.Tag(), Count: m.Len()}
+	if m.Kind == packet.KindRTS {
+		st.Count = int(m.RemoteLen)
+	}
+	return st, true, nil
+}
+
+// Probe waits until Iprobe would report a message and returns its status.
+// A fiber yields between looks, a goroutine lets others run.
+func (e *Endpoint) Probe(c Comm, src, tag int) (Status, error) {
+	for {
+		st, ok, err := e.Iprobe(c, src, tag)
+		if err != nil || ok {
+			return st, err
+		}
+		e.c.p.tr.Progress(e.worker)
+		e.c.p.pause(e.waiter)
+	}
+}
+
+// Wait waits for r with the handle's caller: a fiber yields, a goroutine
+// parks. It returns r's status error.
+func (e *Endpoint) Wait(r *Request) error {
+	if r == nil {
+		return ErrNilRequest
+	}
+	if !e.active {
+		return ErrNotRegistered
+	}
+	return r.WaitFor(e.waiter)
+}
+
+// Send is Isend followed by Wait.
+func (e *Endpoint) Send(c Comm, me, dst, tag int, data []byte) error {
+	r, err := e.Isend(c, me, dst, tag, data)
+	if err != nil {
+		return err
+	}
+	return e.Wait(r)
+}
+
+// Ssend is Issend followed by Wait.
+func (e *Endpoint) Ssend(c Comm, me, dst, tag int, data []byte) error {
+	r, err := e.Issend(c, me, dst, tag, data)
+	if err != nil {
+		return err
+	}
+	return e.Wait(r)
+}
+
+// Recv is Irecv followed by Wait; it returns the status.
+func (e *Endpoint) Recv(c Comm, src, tag int, buf []byte) (Status, error) {
+	r, err := e.Irecv(c, src, tag, buf)
+	if err != nil {
+		return Status{}, err
+	}
+	err = e.Wait(r)
+	return r.status, err
+}

@@ -1,0 +1,327 @@
+package endpoint
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/fibermpi/fibermpi/fiber"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// eagerLimits runs every protocol test all-rendezvous (-1), with the
+// default, and all-eager for the sizes used (the full payload).
+var eagerLimits = []int{-1, 0, 8192}
+
+func forEachLimit(t *testing.T, fn func(t *testing.T, opts Options)) {
+	for _, lim := range eagerLimits {
+		t.Run(fmt.Sprintf("eager=%d", lim), func(t *testing.T) {
+			fn(t, Options{EagerLimit: lim, Workers: 2})
+		})
+	}
+}
+
+func pattern(n, seed int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + seed)
+	}
+	return b
+}
+
+func TestPingPong(t *testing.T) {
+	forEachLimit(t, func(t *testing.T, opts Options) {
+		sizes := []int{0, 1, 8, 1000, 8192, 8193, 100_000}
+		err := RunWith(ThreadSingle, opts, 2, func(ep *Endpoint) error {
+			w := ep.World()
+			me, peer := ep.Rank(), 1-ep.Rank()
+			for i, n := range sizes {
+				if me == 0 {
+					if err := ep.Send(w, me, peer, i, pattern(n, i)); err != nil {
+						return err
+					}
+					buf := make([]byte, n)
+					st, err := ep.Recv(w, peer, i, buf)
+					if err != nil {
+						return err
+					}
+					if st.Count != n || st.Source != int32(peer) || st.Tag != int32(i) {
+						return fmt.Errorf("size %d: status %+v", n, st)
+					}
+					if !bytes.Equal(buf, pattern(n, i+1)) {
+						return fmt.Errorf("size %d: echo differs", n)
+					}
+				} else {
+					buf := make([]byte, n)
+					if _, err := ep.Recv(w, peer, i, buf); err != nil {
+						return err
+					}
+					if !bytes.Equal(buf, pattern(n, i)) {
+						return fmt.Errorf("size %d: data differs", n)
+					}
+					if err := ep.Send(w, me, peer, i, pattern(n, i+1)); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestOrderAndWildcards sends many messages from several ranks to rank 0,
+// which receives them with wildcards: per (source, tag) they must arrive in
+// the order sent.
+func TestOrderAndWildcards(t *testing.T) {
+	forEachLimit(t, func(t *testing.T, opts Options) {
+		const ranks, per = 4, 50
+		err := RunWith(ThreadSingle, opts, ranks, func(ep *Endpoint) error {
+			w := ep.World()
+			me := ep.Rank()
+			if me != 0 {
+				reqs := make([]*Request, 0, per)
+				for i := range per {
+					msg := fmt.Appendf(nil, "%d:%d", me, i)
+					if i%7 == 0 {
+						msg = append(msg, make([]byte, 9000)...) // rendezvous-sized
+					}
+					r, err := ep.Isend(w, me, 0, i%3, msg)
+					if err != nil {
+						return err
+					}
+					reqs = append(reqs, r)
+				}
+				return WaitAll(ep.Waiter(), reqs...)
+			}
+			next := make(map[int]int) // source → next index expected
+			for range (ranks - 1) * per {
+				buf := make([]byte, 10_000)
+				st, err := ep.Recv(w, AnySource, AnyTag, buf)
+				if err != nil {
+					return err
+				}
+				var src, idx int
+				if _, err := fmt.Sscanf(string(bytes.TrimRight(buf[:min(st.Count, 16)], "\x00")), "%d:%d", &src, &idx); err != nil {
+					return fmt.Errorf("parse %q: %v", buf[:min(st.Count, 16)], err)
+				}
+				if src != int(st.Source) || idx%3 != int(st.Tag) {
+					return fmt.Errorf("status %+v for message %d:%d", st, src, idx)
+				}
+				if idx != next[src] {
+					return fmt.Errorf("from %d got message %d, want %d (overtaken)", src, idx, next[src])
+				}
+				next[src]++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestTruncation(t *testing.T) {
+	forEachLimit(t, func(t *testing.T, opts Options) {
+		err := RunWith(ThreadSingle, opts, 2, func(ep *Endpoint) error {
+			w := ep.World()
+			if ep.Rank() == 0 {
+				if err := ep.Send(w, 0, 1, 5, pattern(100, 1)); err != nil {
+					return err
+				}
+				return ep.Send(w, 0, 1, 6, []byte("after"))
+			}
+			buf := make([]byte, 10)
+			st, err := ep.Recv(w, 0, 5, buf)
+			var te *TruncateError
+			if !errors.As(err, &te) || !errors.Is(err, ErrTruncate) || te.Have != 10 || te.Got != 100 {
+				return fmt.Errorf("Recv into short buffer: %v, want TruncateError{10, 100}", err)
+			}
+			if st.Count != 10 || !bytes.Equal(buf, pattern(100, 1)[:10]) {
+				return fmt.Errorf("truncated receive holds %v (count %d)", buf, st.Count)
+			}
+			// The truncated message was consumed; the next one is intact.
+			buf = make([]byte, 5)
+			if _, err := ep.Recv(w, 0, 6, buf); err != nil || string(buf) != "after" {
+				return fmt.Errorf("next message: %q, %v", buf, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	err := Run(2, func(ep *Endpoint) error {
+		w := ep.World()
+		checks := []struct {
+			name string
+			err  error
+			want error
+		}{
+			{"send to rank 2", ep.Send(w, ep.Rank(), 2, 0, nil), ErrRank},
+			{"send to rank -1", ep.Send(w, ep.Rank(), -1, 0, nil), ErrRank},
+			{"negative tag", ep.Send(w, ep.Rank(), 0, -3, nil), ErrTag},
+			{"tag too big", ep.Send(w, ep.Rank(), 0, MaxTag+1, nil), ErrTag},
+			{"AnyTag on send", ep.Send(w, ep.Rank(), 0, AnyTag, nil), ErrTag},
+			{"wait nil", ep.Wait(nil), ErrNilRequest},
+		}
+		_, err := ep.Recv(w, 7, 0, nil)
+		checks = append(checks, struct {
+			name string
+			err  error
+			want error
+		}{"recv from rank 7", err, ErrRank})
+		for _, c := range checks {
+			if !errors.Is(c.err, c.want) {
+				return fmt.Errorf("%s: %v, want %v", c.name, c.err, c.want)
+			}
+		}
+		// A second registration at ThreadSingle is refused.
+		if _, err := ep.Register(fiber.NewGoroutineWaiter()); !errors.Is(err, ErrThreadLevel) {
+			return fmt.Errorf("second Register at ThreadSingle: %v", err)
+		}
+		// The endpoint still works after all that.
+		peer := 1 - ep.Rank()
+		if err := ep.Send(w, ep.Rank(), peer, 1, []byte{byte(ep.Rank())}); err != nil {
+			return err
+		}
+		buf := make([]byte, 1)
+		if _, err := ep.Recv(w, peer, 1, buf); err != nil || buf[0] != byte(peer) {
+			return fmt.Errorf("after bad input: %v %v", buf, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUnregisteredAndFinalized(t *testing.T) {
+	p, err := Init(ThreadMultiple, Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, err := p.CreateEndpoints(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := eps[0].World()
+	if err := eps[0].Send(w, 0, 1, 0, nil); !errors.Is(err, ErrNotRegistered) {
+		t.Fatalf("send on unregistered handle: %v", err)
+	}
+	a, err := eps[0].Register(fiber.NewGoroutineWaiter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := eps[1].Register(fiber.NewGoroutineWaiter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Goroutines, not fibers: a pending receive, then its message.
+	r, err := b.Irecv(w, 0, 9, make([]byte, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Test() {
+		t.Fatal("receive complete before any send")
+	}
+	if err := a.Send(w, 0, 1, 9, []byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(r); err != nil || string(r.buf) != "abc" {
+		t.Fatalf("receive: %q %v", r.buf, err)
+	}
+	// Cancel a receive nobody sends to.
+	r2, _ := b.Irecv(w, 0, 10, make([]byte, 3))
+	if !r2.Cancel() || !errors.Is(b.Wait(r2), ErrCancelled) || r2.Cancel() {
+		t.Fatal("cancel of a pending receive failed")
+	}
+	if err := a.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Send(w, 0, 1, 0, nil); !errors.Is(err, ErrNotRegistered) {
+		t.Fatalf("send after Unregister: %v", err)
+	}
+	if err := p.Finalize(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(w, 1, 0, 0, nil); !errors.Is(err, ErrFinalized) {
+		t.Fatalf("send after Finalize: %v", err)
+	}
+	if err := p.Finalize(); !errors.Is(err, ErrFinalized) {
+		t.Fatalf("second Finalize: %v", err)
+	}
+}
+
+// TestFig2NoDeadlock is seed 002 Fig. 2: two processes, two threads each;
+// on each process one thread receives from the other process and then the
+// other thread sends to it. With a blocking receive that held a lock, one
+// thread order deadlocks; here every order must finish. Each process is
+// one ThreadMultiple endpoint used by two goroutines.
+func TestFig2NoDeadlock(t *testing.T) {
+	for order := range 4 {
+		p, err := Init(ThreadMultiple, Options{Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eps, err := p.CreateEndpoints(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := eps[0].World()
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for proc := range 2 {
+			recvFirst := (order>>proc)&1 == 0
+			recvT := func() {
+				defer wg.Done()
+				h, err := eps[proc].Register(fiber.NewGoroutineWaiter())
+				if err != nil {
+					errs <- err
+					return
+				}
+				buf := make([]byte, 1)
+				_, err = h.Recv(w, 1-proc, 0, buf)
+				errs <- err
+			}
+			sendT := func() {
+				defer wg.Done()
+				h, err := eps[proc].Register(fiber.NewGoroutineWaiter())
+				if err != nil {
+					errs <- err
+					return
+				}
+				errs <- h.Send(w, proc, 1-proc, 0, []byte{1})
+			}
+			wg.Add(2)
+			if recvFirst {
+				go recvT()
+				go sendT()
+			} else {
+				go sendT()
+				go recvT()
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("order %d: %v", order, err)
+			}
+		}
+		if err := p.Finalize(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

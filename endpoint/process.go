@@ -1,0 +1,339 @@
+package endpoint
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/match"
+	"github.com/fibermpi/fibermpi/packet"
+	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/rdma/inproc"
+)
+
+// ThreadLevel is how many threads may use an endpoint, with Snir's
+// per-endpoint meaning (seed 004 §2.2): the level applies to each endpoint,
+// not to the process, so a process with k ThreadSingle endpoints serves k
+// threads without any lock.
+type ThreadLevel int
+
+// The thread levels, from least to most permissive.
+const (
+	// ThreadSingle: one caller ever uses the endpoint; one registration
+	// at a time.
+	ThreadSingle ThreadLevel = iota
+	// ThreadFunneled: like ThreadSingle for the endpoint, while other
+	// threads of the process compute.
+	ThreadFunneled
+	// ThreadSerialized: several callers may register, and they never call
+	// into the endpoint at the same time.
+	ThreadSerialized
+	// ThreadMultiple: any number of callers, at the same time.
+	ThreadMultiple
+)
+
+// String names the level as MPI does.
+func (l ThreadLevel) String() string {
+	switch l {
+	case ThreadSingle:
+		return "THREAD_SINGLE"
+	case ThreadFunneled:
+		return "THREAD_FUNNELED"
+	case ThreadSerialized:
+		return "THREAD_SERIALIZED"
+	case ThreadMultiple:
+		return "THREAD_MULTIPLE"
+	}
+	return fmt.Sprintf("ThreadLevel(%d)", int(l))
+}
+
+// Defaults of Options.
+const (
+	DefaultEagerLimit   = packet.DefaultPayloadSize
+	DefaultMaxEndpoints = 1 << 16
+)
+
+// Options configures a process. The zero value works: the embedded
+// in-process transport, GOMAXPROCS−1 fiber workers, 8 KiB packets and
+// eager messages up to 8 KiB.
+type Options struct {
+	// Workers is the number of fiber workers (see fiber.Config.Workers).
+	Workers int
+	// EagerLimit is the largest message, in bytes, sent eagerly (copied
+	// into a packet, so the send completes at once); larger ones use
+	// rendezvous (one copy, straight into the receive buffer). Zero means
+	// DefaultEagerLimit; a negative value sends everything by rendezvous.
+	// It may not exceed PayloadSize.
+	EagerLimit int
+	// PayloadSize is the packet payload size (see packet.Config).
+	PayloadSize int
+	// PacketsPerWorker is each worker's share of the packet pool.
+	PacketsPerWorker int
+	// MaxEndpoints bounds the endpoints this process may create (the
+	// MPI_ENDPOINTS attribute of seed 004 §2.2). Zero means
+	// DefaultMaxEndpoints.
+	MaxEndpoints int
+	// Match configures every endpoint's matching table (its size and the
+	// no-wildcard, allow-overtaking hints).
+	Match match.Config
+	// Transport carries the packets; nil means a new in-process transport
+	// (the embedded default).
+	Transport rdma.Transport
+	// Fiber configures the scheduler beyond Workers (pinning, idle).
+	Fiber fiber.Config
+}
+
+func (o Options) withDefaults() Options {
+	if o.PayloadSize == 0 {
+		o.PayloadSize = packet.DefaultPayloadSize
+	}
+	switch {
+	case o.EagerLimit == 0:
+		o.EagerLimit = min(DefaultEagerLimit, o.PayloadSize)
+	case o.EagerLimit < 0:
+		o.EagerLimit = -1 // every message by rendezvous, even empty ones
+	}
+	if o.MaxEndpoints == 0 {
+		o.MaxEndpoints = DefaultMaxEndpoints
+	}
+	if o.Workers != 0 {
+		o.Fiber.Workers = o.Workers
+	}
+	return o
+}
+
+// Validate reports whether o is usable.
+func (o Options) Validate() error {
+	d := o.withDefaults()
+	switch {
+	case d.EagerLimit > d.PayloadSize:
+		return fmt.Errorf("%w: EagerLimit %d exceeds PayloadSize %d", ErrOptions, d.EagerLimit, d.PayloadSize)
+	case d.MaxEndpoints < 1:
+		return fmt.Errorf("%w: MaxEndpoints %d < 1", ErrOptions, d.MaxEndpoints)
+	case o.PacketsPerWorker < 0:
+		return fmt.Errorf("%w: PacketsPerWorker %d < 0", ErrOptions, o.PacketsPerWorker)
+	}
+	if err := d.Fiber.Validate(); err != nil {
+		return err
+	}
+	return d.Match.Validate()
+}
+
+// String prints the effective options.
+func (o Options) String() string {
+	d := o.withDefaults()
+	tr := "inproc"
+	if d.Transport != nil {
+		tr = d.Transport.Name()
+	}
+	return fmt.Sprintf("endpoint.Options{transport=%s eager<=%dB payload=%dB maxEndpoints=%d %v %v}",
+		tr, d.EagerLimit, d.PayloadSize, d.MaxEndpoints, d.Fiber, d.Match)
+}
+
+// A Process is this OS process's part of the job: its endpoints, its fiber
+// scheduler, its packet pool and its transport. Make it with Init, end it
+// with Finalize.
+type Process struct {
+	opts  Options
+	level ThreadLevel
+	sched *fiber.Scheduler
+	pool  *packet.Pool
+	tr    rdma.Transport
+
+	mu      sync.Mutex
+	cores   []*core // by address
+	nextCtx uint32  // next context id for a world or process communicator
+
+	world     Comm // the Init world: one endpoint per process
+	finalized atomic.Bool
+}
+
+// Comm is a communicator as the endpoint layer sees it: a context id and
+// the address of each rank. The comm package builds typed communicators on
+// it; Comm values are immutable once made.
+type Comm struct {
+	Context uint32
+	Addrs   []rdma.Addr // rank → endpoint address
+}
+
+// Size returns the number of ranks.
+func (c Comm) Size() int { return len(c.Addrs) }
+
+// Init joins the job at the given thread level. Without a launcher the job
+// is this process alone (the embedded default): its world has one endpoint,
+// rank 0. CreateEndpoints makes more.
+func Init(level ThreadLevel, opts Options) (*Process, error) {
+	if level < ThreadSingle || level > ThreadMultiple {
+		return nil, fmt.Errorf("%w: %v", ErrThreadLevel, level)
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	p := &Process{opts: opts, level: level, tr: opts.Transport}
+	if p.tr == nil {
+		p.tr = inproc.New()
+	}
+	fcfg := opts.Fiber
+	fcfg.Idle = p.idle
+	sched, err := fiber.New(fcfg)
+	if err != nil {
+		return nil, err
+	}
+	p.sched = sched
+	pool, err := packet.New(packet.Config{
+		Workers:     sched.Workers(),
+		PerWorker:   opts.PacketsPerWorker,
+		PayloadSize: opts.PayloadSize,
+		Overflow:    packet.OverflowGrow,
+		MaxPackets:  1 << 20,
+	})
+	if err != nil {
+		sched.Close()
+		return nil, err
+	}
+	p.pool = pool
+	world, err := p.newComm(1)
+	if err != nil {
+		p.Finalize()
+		return nil, err
+	}
+	p.world = world
+	return p, nil
+}
+
+// idle is the workers' idle hook: transport progress.
+func (p *Process) idle(w int) bool { return p.tr.Progress(w) > 0 }
+
+// pause lets other work run while a caller waits for a resource.
+func (p *Process) pause(w *fiber.Waiter) {
+	if f := w.Fiber(); f != nil {
+		f.Yield()
+		return
+	}
+	runtime.Gosched()
+}
+
+// newComm makes k endpoints at this process and a communicator over them.
+func (p *Process) newComm(k int) (Comm, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.finalized.Load() {
+		return Comm{}, ErrFinalized
+	}
+	if len(p.cores)+k > p.opts.MaxEndpoints {
+		return Comm{}, fmt.Errorf("%w: %d more would exceed MaxEndpoints %d (have %d)",
+			ErrEndpoints, k, p.opts.MaxEndpoints, len(p.cores))
+	}
+	c := Comm{Context: p.nextCtx, Addrs: make([]rdma.Addr, k)}
+	for i := range k {
+		addr := rdma.Addr(len(p.cores))
+		cr, err := newCore(p, addr, p.level)
+		if err != nil {
+			return Comm{}, err
+		}
+		p.cores = append(p.cores, cr)
+		c.Addrs[i] = addr
+	}
+	p.nextCtx++
+	return c, nil
+}
+
+// ThreadLevel returns the level the process was initialised with.
+func (p *Process) ThreadLevel() ThreadLevel { return p.level }
+
+// MaxEndpoints returns how many endpoints this process may have in all (the
+// MPI_ENDPOINTS attribute).
+func (p *Process) MaxEndpoints() int { return p.opts.MaxEndpoints }
+
+// Options returns the effective options.
+func (p *Process) Options() Options { return p.opts }
+
+// Scheduler returns the process's fiber scheduler.
+func (p *Process) Scheduler() *fiber.Scheduler { return p.sched }
+
+// World returns the Init world's endpoint at this process (rank 0 of a
+// one-endpoint world in the embedded default), not yet registered.
+func (p *Process) World() *Endpoint {
+	return &Endpoint{c: p.cores[p.world.Addrs[0]], world: p.world, rank: 0}
+}
+
+// CreateEndpoints makes k endpoints at this process and returns them, not
+// yet registered, as the ranks of a new world communicator (seed 004
+// MPI_Endpoint_create; seed 003 CreateEndpoints). It is collective over the
+// processes of the job; in the embedded default the new world is these k
+// endpoints, ranks 0 to k−1. Endpoint.Process lists this process's
+// endpoints (CommProcess).
+func (p *Process) CreateEndpoints(k int) ([]*Endpoint, error) {
+	if k < 1 {
+		return nil, fmt.Errorf("%w: CreateEndpoints(%d)", ErrEndpoints, k)
+	}
+	world, err := p.newComm(k)
+	if err != nil {
+		return nil, err
+	}
+	proc := Comm{Context: world.Context, Addrs: world.Addrs}
+	eps := make([]*Endpoint, k)
+	for i := range k {
+		eps[i] = &Endpoint{c: p.cores[world.Addrs[i]], world: world, proc: proc, rank: int32(i)}
+	}
+	return eps, nil
+}
+
+// Finalize ends the process's part of the job: fibers still blocked are
+// cancelled, the workers stop, and every later call fails with ErrFinalized.
+// Call it after the ranks are done (Run does). It returns fibers' panics.
+func (p *Process) Finalize() error {
+	if !p.finalized.CompareAndSwap(false, true) {
+		return ErrFinalized
+	}
+	err := p.sched.Close()
+	p.mu.Lock()
+	for _, c := range p.cores {
+		_ = p.tr.Unbind(c.addr)
+	}
+	p.mu.Unlock()
+	return errors.Join(err, p.tr.Close())
+}
+
+// Run is the common case in one call: Init, CreateEndpoints(k), and one fiber
+// per endpoint, registered with it, running fn; it waits for every rank,
+// finalizes, and returns the ranks' errors and panics joined (each error
+// names its rank).
+func Run(k int, fn func(*Endpoint) error) error {
+	return RunWith(ThreadSingle, Options{}, k, fn)
+}
+
+// RunWith is Run with a thread level and options.
+func RunWith(level ThreadLevel, opts Options, k int, fn func(*Endpoint) error) error {
+	p, err := Init(level, opts)
+	if err != nil {
+		return err
+	}
+	eps, err := p.CreateEndpoints(k)
+	if err != nil {
+		return errors.Join(err, p.Finalize())
+	}
+	errs := make([]error, k)
+	for i, ep := range eps {
+		err := p.sched.Spawn(func(f *fiber.Fiber) {
+			h, err := ep.Register(f.Waiter())
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer h.Unregister()
+			if err := fn(h); err != nil {
+				errs[i] = fmt.Errorf("rank %d: %w", i, err)
+			}
+		})
+		if err != nil {
+			errs[i] = err
+		}
+	}
+	werr := p.sched.Wait()
+	return errors.Join(errors.Join(errs...), werr, p.Finalize())
+}

@@ -1,0 +1,215 @@
+package endpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/match"
+	"github.com/fibermpi/fibermpi/rdma"
+)
+
+// Status describes a completed receive (or a probed message): who sent it,
+// with which tag, how many bytes it had, and whether it failed.
+type Status struct {
+	Source int32 // the sender's rank in the communicator
+	Tag    int32
+	Count  int   // bytes in the message (a truncated receive got fewer)
+	Err    error // nil, a *TruncateError, ErrCancelled, ...
+}
+
+// TruncateError reports a message longer than the receive buffer. The
+// message is consumed, as in MPI: the buffer holds its first Have bytes.
+type TruncateError struct {
+	Have, Got int // receive buffer size, message size, in bytes
+}
+
+// Error describes the truncation.
+func (e *TruncateError) Error() string {
+	return fmt.Sprintf("endpoint: message of %d bytes truncated to the %d-byte receive buffer", e.Got, e.Have)
+}
+
+// Is makes errors.Is(err, ErrTruncate) true.
+func (e *TruncateError) Is(target error) bool { return target == ErrTruncate }
+
+// reqKind tells sends from receives.
+type reqKind uint8
+
+const (
+	reqSend reqKind = iota + 1
+	reqRecv
+)
+
+// A Request is a pending send or receive. It completes once, after which
+// Status is final. Requests are not pooled: a Request belongs to the caller
+// that made it, for as long as the caller keeps it.
+//
+// Wait, WaitContext and Done may be used from any goroutine or fiber; Wait
+// and WaitFor yield a fiber and park a goroutine.
+type Request struct {
+	ev     fiber.Event
+	kind   reqKind
+	ep     *core
+	key    match.Key // a receive's key, for Cancel
+	buf    []byte    // receive buffer, or the data of a rendezvous send
+	status Status
+
+	// Rendezvous state.
+	id     uint64    // registry id while a rendezvous is in flight
+	peer   rdma.Addr // the other side
+	region rdma.Region
+	sync   bool // synchronous send: completes when matched
+
+	// doneCh is made on the first Done call; complete closes it.
+	doneCh atomic.Pointer[chan struct{}]
+	closed atomic.Bool
+}
+
+// complete finishes the request: status is final, waiters wake.
+func (r *Request) complete() {
+	r.ev.Signal()
+	if ch := r.doneCh.Load(); ch != nil && r.closed.CompareAndSwap(false, true) {
+		close(*ch)
+	}
+}
+
+// Test reports whether the request has completed. It never blocks.
+func (r *Request) Test() bool { return r.ev.Done() }
+
+// Status returns the request's status; it is final once Test is true.
+func (r *Request) Status() Status { return r.status }
+
+// WaitFor blocks the caller that w belongs to until the request completes,
+// and returns its status' error: a fiber yields, a goroutine parks.
+func (r *Request) WaitFor(w *fiber.Waiter) error {
+	r.ev.Wait(w)
+	return r.status.Err
+}
+
+// Done returns a channel closed when the request completes, for select.
+// The first call makes the channel; requests nobody asks for a channel pay
+// one atomic load at completion.
+func (r *Request) Done() <-chan struct{} {
+	if ch := r.doneCh.Load(); ch != nil {
+		return *ch
+	}
+	ch := make(chan struct{})
+	if !r.doneCh.CompareAndSwap(nil, &ch) {
+		return *r.doneCh.Load()
+	}
+	if r.ev.Done() && r.closed.CompareAndSwap(false, true) {
+		close(ch)
+	}
+	return ch
+}
+
+// WaitContext waits until the request completes or ctx ends, parking the
+// calling goroutine (it must not be called from a fiber: a select blocks the
+// worker). If ctx ends first it returns ctx's error and the request stays
+// pending; cancel a receive with Cancel.
+func (r *Request) WaitContext(ctx context.Context) error {
+	if r.Test() {
+		return r.status.Err
+	}
+	select {
+	case <-r.Done():
+		return r.status.Err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Cancel withdraws a pending receive that has not matched a message: it
+// then completes with ErrCancelled. It reports whether it did; a receive
+// that matched already, and any send, cannot be cancelled.
+func (r *Request) Cancel() bool {
+	if r.kind != reqRecv || r.Test() {
+		return false
+	}
+	if !r.ep.table.Cancel(r.key, r) {
+		return false
+	}
+	r.ep.wildcards(r.key, -1)
+	r.status.Err = ErrCancelled
+	r.complete()
+	return true
+}
+
+// WaitAll waits for every request with w, and returns the first error of
+// their statuses (all complete either way).
+func WaitAll(w *fiber.Waiter, reqs ...*Request) error {
+	var first error
+	for _, r := range reqs {
+		if r == nil {
+			return ErrNilRequest
+		}
+		if err := r.WaitFor(w); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// WaitAny waits until one of reqs completes and returns its index. Nil
+// requests are skipped; with none left it returns -1 and ErrNilRequest.
+// The requests may belong to different endpoints.
+func WaitAny(w *fiber.Waiter, reqs ...*Request) (int, error) {
+	for {
+		armed := 0
+		for i, r := range reqs {
+			if r == nil {
+				continue
+			}
+			if !r.ev.Arm(w) {
+				disarm(w, reqs[:i])
+				return i, r.status.Err
+			}
+			armed++
+		}
+		if armed == 0 {
+			return -1, ErrNilRequest
+		}
+		w.Block()
+		disarm(w, reqs)
+		for i, r := range reqs {
+			if r != nil && r.Test() {
+				return i, r.status.Err
+			}
+		}
+	}
+}
+
+func disarm(w *fiber.Waiter, reqs []*Request) {
+	for _, r := range reqs {
+		if r != nil {
+			r.ev.Disarm(w)
+		}
+	}
+}
+
+// WaitSome waits until at least one of reqs completes and returns the
+// indices of all that have.
+func WaitSome(w *fiber.Waiter, reqs ...*Request) ([]int, error) {
+	if _, err := WaitAny(w, reqs...); errors.Is(err, ErrNilRequest) {
+		return nil, err
+	}
+	var done []int
+	for i, r := range reqs {
+		if r != nil && r.Test() {
+			done = append(done, i)
+		}
+	}
+	return done, nil
+}
+
+// TestAll reports whether every request has completed, without blocking.
+func TestAll(reqs ...*Request) bool {
+	for _, r := range reqs {
+		if r != nil && !r.Test() {
+			return false
+		}
+	}
+	return true
+}
