@@ -137,7 +137,7 @@ func (t *core) promote(p *pair, i int) {
 // Slot can exist, else an atomic one (see seed).
 func (t *core) setHead(e *entry, v *opaque) {
 	if t.seed.Load() {
-		e.val.Store(v)
+		storeHead(e, v)
 		return
 	}
 	// Safety: atomic.Pointer[opaque] is a single pointer word (TestLayout
@@ -148,6 +148,12 @@ func (t *core) setHead(e *entry, v *opaque) {
 	// with every atomic Load.
 	*(**opaque)(unsafe.Pointer(&e.val)) = v
 }
+
+// storeHead is setHead's atomic store, kept out of line so that setHead
+// inlines.
+//
+//go:noinline
+func storeHead(e *entry, v *opaque) { e.val.Store(v) }
 
 // head returns slot i's head item, promoting if Empty took it; nil if the
 // slot turned out to be empty.
@@ -161,6 +167,17 @@ func (t *core) head(p *pair, i int) *opaque {
 	}
 	t.promote(p, i)
 	return e.val.Load()
+}
+
+// take is popHead with the common case inlined: a single item and no Slot.
+func (t *core) take(p *pair, i int) *opaque {
+	if e := &p.b.ents[i]; !p.more(i) && !t.seed.Load() {
+		v := e.val.Load()
+		// Safety: as in setHead.
+		*(**opaque)(unsafe.Pointer(&e.val)) = nil
+		return v
+	}
+	return t.popHead(p, i)
 }
 
 // popHead removes and returns slot i's head; nil if the slot is empty.

@@ -67,6 +67,14 @@
 // NoAnyTag together remove every wildcard cost (no count load, no epoch, no
 // stamp) and allow Insert/Empty. AllowOvertaking drops the arrival stamp.
 //
+// # Blocking and fibers
+//
+// Exact-key operations never park and never yield: they hold a bucket's
+// spinlock for a few dozen instructions. The wildcard paths (any Arrive
+// while a wildcard receive is posted, a wildcard Post or Cancel) take a
+// mutex and may wait for a wildcard Post's scan of the whole table; called
+// from a fiber, that wait holds the fiber's worker.
+//
 // # Limits
 //
 // Context ids have 16 bits, sources and tags 24 (see [MaxContext],

@@ -6,14 +6,15 @@ package match
 func (t *core) arrive(k uint64, m *opaque) (*opaque, bool) {
 	h := t.chain(k)
 	h.b.lock()
-	if t.wildOK && t.wild.Load() != 0 {
+	// wild stays 0 on a table that allows no wildcard: one load either way.
+	if t.wild.Load() != 0 {
 		h.b.unlock()
 		return t.arriveWild(h, k, m)
 	}
 	for {
 		p, i, fp, fi := find(h, k)
 		if p != nil && p.recv(i) {
-			if r := t.popHead(p, i); r != nil {
+			if r := t.take(p, i); r != nil {
 				h.b.unlock()
 				return r, true
 			}
@@ -31,6 +32,10 @@ func (t *core) queueMsg(h, p *pair, i int, fp *pair, fi int, k uint64, m *opaque
 	if t.stamp {
 		seq = t.stripeOf(k).Add(1)
 	}
+	if p == nil && fp != nil { // the common case, inlined
+		t.fill(fp, fi, k, m, kindMsg, seq)
+		return
+	}
 	t.add(h, p, i, fp, fi, k, m, kindMsg, seq)
 }
 
@@ -41,17 +46,18 @@ func (t *core) post(k uint64, r *opaque) *opaque {
 	for {
 		p, i, fp, fi := find(h, k)
 		if p != nil && !p.recv(i) {
-			if m := t.popHead(p, i); m != nil {
+			if m := t.take(p, i); m != nil {
 				h.b.unlock()
 				return m
 			}
 			continue
 		}
-		var seq uint64
-		if t.wildOK {
-			seq = t.epoch.Load()
+		// epoch stays 0 on a table that allows no wildcard.
+		if p == nil && fp != nil { // the common case, inlined
+			t.fill(fp, fi, k, r, kindRecv, t.epoch.Load())
+		} else {
+			t.add(h, p, i, fp, fi, k, r, kindRecv, t.epoch.Load())
 		}
-		t.add(h, p, i, fp, fi, k, r, kindRecv, seq)
 		h.b.unlock()
 		return nil
 	}

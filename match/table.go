@@ -8,6 +8,13 @@ import "unsafe"
 // removal, cancelled or emptied). All methods are safe for concurrent use.
 //
 // Create tables with New; a Table must not be copied after first use.
+//
+// Blocking: no method yields a fiber or parks on the fast path. Exact-key
+// operations hold one bucket's spinlock for a few dozen instructions
+// (spinning, and calling runtime.Gosched now and then, if it is taken).
+// While a wildcard receive is posted, Arrive, wildcard Post and wildcard
+// Cancel also take a sync.Mutex shared by the table; from a fiber that can
+// block the worker for as long as a wildcard Post's scan.
 type Table[M, R any] struct {
 	c core
 }
@@ -57,8 +64,9 @@ func toRecv[R any](p *opaque) *R   { return (*R)(unsafe.Pointer(p)) }
 // earlier message with the same key, and ok is false.
 //
 // The error is ErrWildcardKey if k holds a wildcard, ErrNilValue if m is nil;
-// the table is then unchanged. Arrive never blocks while no wildcard receive
-// is posted; while one is, it serialises with the other wildcard paths.
+// the table is then unchanged. While no wildcard receive is posted Arrive
+// takes only its bucket's spinlock; while one is, it serialises with the
+// other wildcard paths on the table's mutex.
 func (t *Table[M, R]) Arrive(k Key, m *M) (r *R, ok bool, err error) {
 	if k.IsWildcard() {
 		return nil, false, ErrWildcardKey
