@@ -185,6 +185,11 @@ func (t *Table[M, R]) Insert(k Key, it Item[M, R]) (cur Item[M, R], s Slot, stor
 // call removed it: true means the caller now owns the item; false means
 // someone else took it first. Items queued behind it under the same key move
 // up at the next operation on that key.
+//
+// A Slot is good until its item has been handed back (by this Empty or by a
+// match). Do not keep one longer: Empty compares the item's pointer, so if
+// the same object were queued again into the same entry, a stale Slot would
+// take it.
 func (t *Table[M, R]) Empty(s Slot) bool {
 	if s.e == nil {
 		return false
