@@ -66,6 +66,12 @@ type Endpoint struct {
 	worker int           // packet pool index of the caller
 	active bool
 	gid    uint64 // registering goroutine (invariants builds)
+
+	// scratch is the request of the handle's blocking Send and Recv: the
+	// handle belongs to one caller, and a blocking call returns only once
+	// its request is complete, so one request serves them all and the
+	// blocking fast path allocates nothing.
+	scratch *Request
 }
 
 // Rank returns the endpoint's rank in its world.
@@ -109,6 +115,7 @@ func (e *Endpoint) Register(w *fiber.Waiter) (*Endpoint, error) {
 	e.c.handles++
 	h := *e
 	h.waiter, h.active, h.worker = w, true, packet.NoWorker
+	h.scratch = new(Request)
 	if f := w.Fiber(); f != nil {
 		h.worker = f.Worker()
 	}
@@ -245,19 +252,28 @@ func (e *Endpoint) Irecv(c Comm, src, tag int, buf []byte) (*Request, error) {
 		return nil, err
 	}
 	defer e.leave()
-	key, err := recvKey(c, src, tag)
-	if err != nil {
+	r := &Request{kind: reqRecv, ep: e.c}
+	if err := e.post(c, src, tag, buf, r); err != nil {
 		return nil, err
 	}
-	r := &Request{kind: reqRecv, ep: e.c, key: key, buf: buf}
+	return r, nil
+}
+
+// post matches receive r against the arrived messages or queues it.
+func (e *Endpoint) post(c Comm, src, tag int, buf []byte, r *Request) error {
+	key, err := recvKey(c, src, tag)
+	if err != nil {
+		return err
+	}
+	r.key, r.buf = key, buf
 	m, _, ok, err := e.c.table.Post(key, r)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if ok {
 		e.c.matched(e.worker, r, m)
 	}
-	return r, nil
+	return nil
 }
 
 // recvKey validates a receive's source and tag and builds its key.
@@ -318,30 +334,48 @@ func (e *Endpoint) Wait(r *Request) error {
 	return r.WaitFor(e.waiter)
 }
 
-// Send is Isend followed by Wait.
+// Send sends data to rank dst of c (the caller being rank me) and returns
+// once data may be reused: at once for an eager message, after the transfer
+// for a rendezvous one. A fiber yields while it waits, a goroutine parks.
 func (e *Endpoint) Send(c Comm, me, dst, tag int, data []byte) error {
-	r, err := e.Isend(c, me, dst, tag, data)
-	if err != nil {
-		return err
-	}
-	return e.Wait(r)
+	return e.blockingSend(c, me, dst, tag, data, false)
 }
 
-// Ssend is Issend followed by Wait.
+// Ssend sends in synchronous mode: it returns once the matching receive has
+// started.
 func (e *Endpoint) Ssend(c Comm, me, dst, tag int, data []byte) error {
-	r, err := e.Issend(c, me, dst, tag, data)
-	if err != nil {
-		return err
-	}
-	return e.Wait(r)
+	return e.blockingSend(c, me, dst, tag, data, true)
 }
 
-// Recv is Irecv followed by Wait; it returns the status.
+func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool) error {
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.leave()
+	if err := checkSend(c, me, dst, tag); err != nil {
+		return err
+	}
+	r := e.scratch
+	r.reset(reqSend, e.c)
+	if err := e.send(c, me, dst, tag, data, sync, r); err != nil {
+		return err
+	}
+	return r.WaitFor(e.waiter)
+}
+
+// Recv receives into buf a message from src (or AnySource) with tag (or
+// AnyTag) on c, and returns its status. A fiber yields while it waits, a
+// goroutine parks.
 func (e *Endpoint) Recv(c Comm, src, tag int, buf []byte) (Status, error) {
-	r, err := e.Irecv(c, src, tag, buf)
-	if err != nil {
+	if err := e.enter(); err != nil {
 		return Status{}, err
 	}
-	err = e.Wait(r)
+	defer e.leave()
+	r := e.scratch
+	r.reset(reqRecv, e.c)
+	if err := e.post(c, src, tag, buf, r); err != nil {
+		return Status{}, err
+	}
+	err := r.WaitFor(e.waiter)
 	return r.status, err
 }

@@ -67,6 +67,14 @@ type Request struct {
 	closed atomic.Bool
 }
 
+// reset readies a handle's scratch request for another blocking call.
+func (r *Request) reset(kind reqKind, c *core) {
+	r.ev.Reset()
+	r.kind, r.ep = kind, c
+	r.key, r.buf, r.status = match.Key{}, nil, Status{}
+	r.id, r.region, r.sync = 0, rdma.Region{}, false
+}
+
 // complete finishes the request: status is final, waiters wake.
 func (r *Request) complete() {
 	r.ev.Signal()

@@ -1,0 +1,264 @@
+package comm
+
+import (
+	"fmt"
+
+	"github.com/fibermpi/fibermpi/datatype"
+	"github.com/fibermpi/fibermpi/endpoint"
+	"github.com/fibermpi/fibermpi/fiber"
+)
+
+// Wildcards for receives, and the largest tag.
+const (
+	AnySource = endpoint.AnySource
+	AnyTag    = endpoint.AnyTag
+	MaxTag    = endpoint.MaxTag
+)
+
+// Status describes a received (or probed) message in elements of T.
+type Status struct {
+	Source int   // sender's rank
+	Tag    int   // message tag
+	Count  int   // whole elements of T received (Bytes/size of T)
+	Bytes  int   // bytes received
+	Err    error // nil, a *endpoint.TruncateError, endpoint.ErrCancelled, ...
+}
+
+func statusOf(st endpoint.Status, elem int) Status {
+	return Status{Source: int(st.Source), Tag: int(st.Tag), Count: st.Count / elem, Bytes: st.Count, Err: st.Err}
+}
+
+// Comm is a typed view of a communicator for one registered caller: the
+// ranks it reaches, the caller's rank in it, and the element type T of its
+// buffers. T is a fixed-size type (numbers, bool, arrays and structs of
+// them; see datatype.Of); buffers travel as their bytes, without a copy
+// for contiguous data. Derived layouts (every other element, a column, a
+// sub-block) go through the *Layout methods.
+//
+// A Comm belongs to the caller registered with its endpoint handle; other
+// fibers or goroutines make their own from their own handles. Every blocking
+// method yields a fiber and parks a goroutine.
+type Comm[T any] struct {
+	ep   *endpoint.Endpoint
+	c    endpoint.Comm
+	rank int
+	elem datatype.Type
+	size int // bytes per element
+}
+
+// World returns the typed view of ep's world communicator, in which the
+// caller is rank ep.Rank(). ep must be registered (endpoint.Run's handles
+// are).
+func World[T any](ep *endpoint.Endpoint) (*Comm[T], error) {
+	return New[T](ep, ep.World(), ep.Rank())
+}
+
+// New returns the typed view of communicator c for the caller registered
+// with ep, which is rank `rank` in c.
+func New[T any](ep *endpoint.Endpoint, c endpoint.Comm, rank int) (*Comm[T], error) {
+	dt, err := datatype.Of[T]()
+	if err != nil {
+		return nil, err
+	}
+	if rank < 0 || rank >= c.Size() {
+		return nil, fmt.Errorf("%w: rank %d of a communicator of %d", endpoint.ErrRank, rank, c.Size())
+	}
+	if ep.Waiter() == nil {
+		return nil, endpoint.ErrNotRegistered
+	}
+	return &Comm[T]{ep: ep, c: c, rank: rank, elem: dt, size: dt.Size()}, nil
+}
+
+// As returns a view of the same communicator with element type U.
+func As[U, T any](c *Comm[T]) (*Comm[U], error) { return New[U](c.ep, c.c, c.rank) }
+
+// Rank returns the caller's rank.
+func (c *Comm[T]) Rank() int { return c.rank }
+
+// Size returns the number of ranks.
+func (c *Comm[T]) Size() int { return c.c.Size() }
+
+// Endpoint returns the handle the communicator sends and receives through.
+func (c *Comm[T]) Endpoint() *endpoint.Endpoint { return c.ep }
+
+// Info returns the communicator as the endpoint layer sees it.
+func (c *Comm[T]) Info() endpoint.Comm { return c.c }
+
+// Waiter returns the caller's waiter.
+func (c *Comm[T]) Waiter() *fiber.Waiter { return c.ep.Waiter() }
+
+// Send sends buf to rank dst with tag, returning when buf may be reused: at
+// once for a message up to the eager limit, after the transfer into the
+// receive buffer for a larger one.
+func (c *Comm[T]) Send(buf []T, dst, tag int) error {
+	return c.ep.Send(c.c, c.rank, dst, tag, datatype.Bytes(buf))
+}
+
+// Ssend sends in synchronous mode: it returns once the matching receive has
+// started.
+func (c *Comm[T]) Ssend(buf []T, dst, tag int) error {
+	return c.ep.Ssend(c.c, c.rank, dst, tag, datatype.Bytes(buf))
+}
+
+// Recv receives into buf a message from src (or AnySource) with tag (or
+// AnyTag). A message longer than buf is truncated: the error is a
+// *endpoint.TruncateError (errors.Is endpoint.ErrTruncate) and the message
+// is consumed.
+func (c *Comm[T]) Recv(buf []T, src, tag int) (Status, error) {
+	st, err := c.ep.Recv(c.c, src, tag, datatype.Bytes(buf))
+	return statusOf(st, c.size), err
+}
+
+// Sendrecv sends sendbuf to dst and receives into recvbuf from src, at
+// once, so that a ring of Sendrecv calls cannot deadlock.
+func (c *Comm[T]) Sendrecv(sendbuf []T, dst, sendtag int, recvbuf []T, src, recvtag int) (Status, error) {
+	rr, err := c.Irecv(recvbuf, src, recvtag)
+	if err != nil {
+		return Status{}, err
+	}
+	if err := c.Send(sendbuf, dst, sendtag); err != nil {
+		if rr.Cancel() {
+			return Status{}, err
+		}
+		rr.Wait()
+		return Status{}, err
+	}
+	return rr.Wait()
+}
+
+// Isend starts sending buf to dst. buf must not change until the request
+// completes.
+func (c *Comm[T]) Isend(buf []T, dst, tag int) (*Request[T], error) {
+	r, err := c.ep.Isend(c.c, c.rank, dst, tag, datatype.Bytes(buf))
+	if err != nil {
+		return nil, err
+	}
+	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size}, nil
+}
+
+// Issend is Isend in synchronous mode.
+func (c *Comm[T]) Issend(buf []T, dst, tag int) (*Request[T], error) {
+	r, err := c.ep.Issend(c.c, c.rank, dst, tag, datatype.Bytes(buf))
+	if err != nil {
+		return nil, err
+	}
+	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size}, nil
+}
+
+// Irecv posts a receive into buf. buf must not be touched until the request
+// completes.
+func (c *Comm[T]) Irecv(buf []T, src, tag int) (*Request[T], error) {
+	r, err := c.ep.Irecv(c.c, src, tag, datatype.Bytes(buf))
+	if err != nil {
+		return nil, err
+	}
+	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size}, nil
+}
+
+// Iprobe reports whether a message from src with tag has arrived, and its
+// status, without receiving it.
+func (c *Comm[T]) Iprobe(src, tag int) (Status, bool, error) {
+	st, ok, err := c.ep.Iprobe(c.c, src, tag)
+	return statusOf(st, c.size), ok, err
+}
+
+// Probe waits until a message from src with tag has arrived and returns its
+// status, without receiving it.
+func (c *Comm[T]) Probe(src, tag int) (Status, error) {
+	st, err := c.ep.Probe(c.c, src, tag)
+	return statusOf(st, c.size), err
+}
+
+// SendLayout sends count instances of the layout dt, read from buf: for
+// example every other element of a row (datatype.Vector). dt's elements must
+// be of type T. A contiguous layout is sent without a copy; any other is
+// packed first.
+func (c *Comm[T]) SendLayout(buf []T, count int, dt datatype.Type, dst, tag int) error {
+	data, err := c.pack(buf, count, dt)
+	if err != nil {
+		return err
+	}
+	return c.ep.Send(c.c, c.rank, dst, tag, data)
+}
+
+// RecvLayout receives a message into count instances of the layout dt in
+// buf; Status.Count is then in elements of T.
+func (c *Comm[T]) RecvLayout(buf []T, count int, dt datatype.Type, src, tag int) (Status, error) {
+	r, err := c.IrecvLayout(buf, count, dt, src, tag)
+	if err != nil {
+		return Status{}, err
+	}
+	return r.Wait()
+}
+
+// IsendLayout starts a send of count instances of dt from buf. The data is
+// packed (or viewed, if contiguous) before it returns.
+func (c *Comm[T]) IsendLayout(buf []T, count int, dt datatype.Type, dst, tag int) (*Request[T], error) {
+	data, err := c.pack(buf, count, dt)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.ep.Isend(c.c, c.rank, dst, tag, data)
+	if err != nil {
+		return nil, err
+	}
+	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size}, nil
+}
+
+// IrecvLayout posts a receive into count instances of dt in buf; the data
+// is unpacked when the request is waited for or tested complete.
+func (c *Comm[T]) IrecvLayout(buf []T, count int, dt datatype.Type, src, tag int) (*Request[T], error) {
+	if err := datatype.CheckElem[T](dt); err != nil {
+		return nil, err
+	}
+	if view, ok, err := datatype.ContiguousView(datatype.Bytes(buf), count, dt); err != nil {
+		return nil, err
+	} else if ok {
+		r, err := c.ep.Irecv(c.c, src, tag, view)
+		if err != nil {
+			return nil, err
+		}
+		return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size}, nil
+	}
+	n, err := datatype.PackedSize(count, dt)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := datatype.MemSpan(count, dt); err != nil {
+		return nil, err
+	}
+	tmp := make([]byte, n)
+	r, err := c.ep.Irecv(c.c, src, tag, tmp)
+	if err != nil {
+		return nil, err
+	}
+	dst := datatype.Bytes(buf)
+	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size, unpack: func(got int) error {
+		// A shorter message fills the layout's first got bytes.
+		u, err := datatype.NewUnpacker(dst, count, dt)
+		if err != nil {
+			return err
+		}
+		_, err = u.Write(tmp[:got])
+		return err
+	}}, nil
+}
+
+// pack checks dt against T and returns the bytes to send.
+func (c *Comm[T]) pack(buf []T, count int, dt datatype.Type) ([]byte, error) {
+	if err := datatype.CheckElem[T](dt); err != nil {
+		return nil, err
+	}
+	if view, ok, err := datatype.ContiguousView(datatype.Bytes(buf), count, dt); err != nil || ok {
+		return view, err
+	}
+	n, err := datatype.PackedSize(count, dt)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, n)
+	if _, err := datatype.PackSlice(out, buf, count, dt); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

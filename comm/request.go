@@ -1,0 +1,175 @@
+package comm
+
+import (
+	"context"
+	"errors"
+
+	"github.com/fibermpi/fibermpi/endpoint"
+	"github.com/fibermpi/fibermpi/fiber"
+)
+
+// Request is a pending send or receive on a Comm[T]: a future of its Status.
+// It belongs to the caller that started it (its waits use that caller's
+// waiter): a fiber yields in Wait, a goroutine parks.
+type Request[T any] struct {
+	r      *endpoint.Request
+	w      *fiber.Waiter
+	size   int
+	unpack func(got int) error // for a derived-layout receive
+
+	finished bool
+	st       Status
+}
+
+// finish computes the final status once (unpacking a layout receive).
+func (q *Request[T]) finish() Status {
+	if !q.finished {
+		q.finished = true
+		q.st = statusOf(q.r.Status(), q.size)
+		if q.unpack != nil && !errors.Is(q.st.Err, endpoint.ErrCancelled) {
+			if err := q.unpack(q.st.Bytes); err != nil && q.st.Err == nil {
+				q.st.Err = err
+			}
+		}
+	}
+	return q.st
+}
+
+// Wait waits until the request completes and returns its status and the
+// status' error. A nil request returns endpoint.ErrNilRequest.
+func (q *Request[T]) Wait() (Status, error) {
+	if q == nil {
+		return Status{}, endpoint.ErrNilRequest
+	}
+	q.r.WaitFor(q.w)
+	st := q.finish()
+	return st, st.Err
+}
+
+// Test reports whether the request has completed, with its status if so. It
+// never blocks.
+func (q *Request[T]) Test() (Status, bool) {
+	if q == nil || !q.r.Test() {
+		return Status{}, false
+	}
+	return q.finish(), true
+}
+
+// WaitContext waits until the request completes or ctx ends; it parks the
+// calling goroutine and must not be called from a fiber. When ctx ends
+// first it returns ctx.Err() and the request stays pending (Cancel a
+// receive to withdraw it).
+func (q *Request[T]) WaitContext(ctx context.Context) (Status, error) {
+	if q == nil {
+		return Status{}, endpoint.ErrNilRequest
+	}
+	if err := q.r.WaitContext(ctx); err != nil && !q.r.Test() {
+		return Status{}, err
+	}
+	st := q.finish()
+	return st, st.Err
+}
+
+// Done returns a channel that is closed when the request completes, for use
+// in select. Requests that never call Done pay nothing for it.
+func (q *Request[T]) Done() <-chan struct{} { return q.r.Done() }
+
+// Cancel withdraws a receive that has not matched a message; its status
+// error is then endpoint.ErrCancelled. It reports whether it did.
+func (q *Request[T]) Cancel() bool {
+	if q == nil {
+		return false
+	}
+	return q.r.Cancel()
+}
+
+// base, waiter and complete make Request[T] a Waitable.
+func (q *Request[T]) base() *endpoint.Request {
+	if q == nil {
+		return nil
+	}
+	return q.r
+}
+func (q *Request[T]) waiter() *fiber.Waiter { return q.w }
+func (q *Request[T]) done() error           { return q.finish().Err }
+
+// Waitable is a request of any element type, for WaitAll, WaitAny,
+// WaitSome and TestAll. *Request[T] implements it.
+type Waitable interface {
+	base() *endpoint.Request
+	waiter() *fiber.Waiter
+	done() error
+}
+
+// callerOf returns the waiter of the first non-nil request: the caller of
+// a multi-request wait is the caller that started them.
+func callerOf(reqs []Waitable) (*fiber.Waiter, []*endpoint.Request, error) {
+	var w *fiber.Waiter
+	base := make([]*endpoint.Request, len(reqs))
+	for i, q := range reqs {
+		if q == nil || q.base() == nil {
+			continue
+		}
+		base[i] = q.base()
+		if w == nil {
+			w = q.waiter()
+		}
+	}
+	if w == nil {
+		return nil, nil, endpoint.ErrNilRequest
+	}
+	return w, base, nil
+}
+
+// WaitAll waits for every request (they may belong to different endpoints
+// and element types) and returns the first error among their statuses.
+func WaitAll(reqs ...Waitable) error {
+	for _, q := range reqs {
+		if q == nil || q.base() == nil {
+			return endpoint.ErrNilRequest
+		}
+	}
+	var first error
+	for _, q := range reqs {
+		q.base().WaitFor(q.waiter())
+		if err := q.done(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// WaitAny waits until one request completes and returns its index and its
+// status' error. Nil requests are skipped.
+func WaitAny(reqs ...Waitable) (int, error) {
+	w, base, err := callerOf(reqs)
+	if err != nil {
+		return -1, err
+	}
+	i, _ := endpoint.WaitAny(w, base...)
+	return i, reqs[i].done()
+}
+
+// WaitSome waits until at least one request completes and returns the
+// indices of all that have completed.
+func WaitSome(reqs ...Waitable) ([]int, error) {
+	w, base, err := callerOf(reqs)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := endpoint.WaitSome(w, base...)
+	for _, i := range idx {
+		reqs[i].done()
+	}
+	return idx, err
+}
+
+// TestAll reports whether every request has completed, without blocking.
+func TestAll(reqs ...Waitable) bool {
+	for _, q := range reqs {
+		if q != nil && q.base() != nil && !q.base().Test() {
+			return false
+		}
+	}
+	return true
+}
