@@ -53,7 +53,7 @@ func (l ThreadLevel) String() string {
 // Defaults of Options.
 const (
 	DefaultEagerLimit   = packet.DefaultPayloadSize
-	DefaultMaxEndpoints = 1 << 16
+	DefaultMaxEndpoints = 1 << 20
 )
 
 // Options configures a process. The zero value works: the embedded

@@ -1,0 +1,68 @@
+// Package comm is fibermpi's typed face: Comm[T], a communicator whose
+// buffers are []T, and Request[T], a future of a message's Status.
+//
+//	err := endpoint.Run(4, func(ep *endpoint.Endpoint) error {
+//		c, err := comm.World[float64](ep)
+//		if err != nil {
+//			return err
+//		}
+//		if c.Rank() == 0 {
+//			return c.Send([]float64{1, 2, 3}, 1, 0)
+//		}
+//		...
+//	})
+//
+// T is any fixed-size type: numbers, bool, and arrays and structs of them
+// (datatype.Of says which). A []T travels as its bytes, viewed in place, so a
+// contiguous send copies nothing on the way to the transport. Layouts that
+// are not contiguous — every other element of a row, a column, a sub-block —
+// are described with package datatype and sent with SendLayout and
+// RecvLayout.
+//
+// # Blocking and fibers
+//
+// A Comm belongs to one caller, the fiber or goroutine registered with its
+// endpoint handle. Every blocking method (Send, Recv, Ssend, Sendrecv,
+// Probe, Request.Wait, WaitAll, WaitAny, WaitSome) yields a fiber to its
+// worker, which runs other fibers meanwhile, and parks a goroutine the Go
+// way. Nothing in this package blocks a worker's OS thread, except
+// Request.WaitContext and reading Request.Done, which are for goroutines
+// (a select in a fiber blocks its worker).
+//
+// # Ordering
+//
+// As in MPI: two messages from one sender with the same (communicator, tag)
+// are received in the order they were sent, and two receives with the same
+// signature are satisfied in the order they were posted. A receive may name
+// AnySource and AnyTag; among messages from one source it still gets the
+// earliest that matches. Messages from different senders have no order.
+//
+// # Buffer lifetimes
+//
+// Send, Ssend and Sendrecv return when the send buffer may be reused. The
+// buffer of Isend must not change, and the buffer of Irecv must not be read
+// or written, until the request completes (Wait, Test or a multi-request
+// wait says so). Small messages (up to the endpoint's eager limit) are copied
+// at send time, so their Isend completes at once; larger ones are copied
+// once, from the send buffer straight into the receive buffer, when both
+// sides are there (rendezvous).
+//
+// # Errors
+//
+// Bad input — a rank or tag out of range, a receive buffer shorter than the
+// message, a call after Finalize or through an unregistered handle, a nil
+// request — returns an error that errors.Is matches against the sentinels of
+// package endpoint (ErrRank, ErrTag, ErrTruncate, ErrFinalized,
+// ErrNotRegistered, ErrNilRequest); nothing in flight is lost or delivered
+// twice, and the communicator stays usable. A truncated message is consumed,
+// as MPI does, and the error is a *endpoint.TruncateError with both sizes.
+//
+// # Thread levels
+//
+// The endpoint's thread level (endpoint.ThreadSingle ... ThreadMultiple)
+// applies per endpoint (seed 004): a ThreadSingle endpoint serves one
+// registered caller, a ThreadMultiple one any number at once, each with its
+// own Comm. The send and receive paths take no endpoint lock at any level:
+// they touch the caller's packet deque, one matching-table bucket and the
+// transport.
+package comm
