@@ -3,6 +3,7 @@ package packet
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -134,8 +135,9 @@ func TestStackConcurrent(t *testing.T) {
 	}
 }
 
-// holder tracks, for a concurrent test, who owns each packet: Get must
-// never hand out a packet someone else still holds. Each holder also
+// holder tracks, for a concurrent test, which packets are out of the pool
+// (held by some goroutine, or in flight between two): Get must never hand
+// out a packet that is already out. Each holder also
 // stamps the payload and checks the stamp before returning.
 type holder struct {
 	p    *Pool
@@ -364,5 +366,82 @@ func TestDequeBusySlot(t *testing.T) {
 	w.ring[0].done.Store(w.ring[0].gen)
 	if err := audit(p, []*Packet{stolen}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHandOff mirrors the runtime's flow: a progress engine (NoWorker)
+// takes packets for arrivals and hands them to workers, which copy the
+// data out and return the packets to their own deques; workers take
+// packets for sends and hand them to the engine, which returns them to
+// the shared pool. Packets thus cross between every pair of places.
+func TestHandOff(t *testing.T) {
+	const workers = 2
+	p := newTestPool(t, Config{Workers: workers, PerWorker: 8, Shared: 8, PayloadSize: 64})
+	h := newHolder(p)
+	rounds := scale(20000)
+	toWorker := make([]chan *Packet, workers)
+	for w := range toWorker {
+		toWorker[w] = make(chan *Packet, 2)
+	}
+	toEngine := make(chan *Packet, 2)
+	var wg sync.WaitGroup
+	var sent atomic.Int64
+	for w := range workers {
+		wg.Go(func() {
+			for range rounds {
+			drain:
+				for {
+					select {
+					case pk := <-toWorker[w]: // an arrival: consume and return it
+						h.put(t, w, pk, pk.Payload()[0])
+					default:
+						break drain
+					}
+				}
+				if pk := p.Get(w); pk == nil {
+					runtime.Gosched() // back-pressure: let the engine progress
+				} else { // a send
+					h.got(t, pk, byte(w))
+					toEngine <- pk
+					sent.Add(1)
+				}
+			}
+		})
+	}
+	var engine sync.WaitGroup
+	engine.Go(func() {
+		w := 0
+		for pk := range toEngine {
+			h.put(t, NoWorker, pk, pk.Payload()[0])
+			// An arrival for worker w, if a packet is to be had and the
+			// worker has room to take it.
+			if in := p.Get(NoWorker); in != nil {
+				h.got(t, in, byte(10+w))
+				select {
+				case toWorker[w] <- in:
+				default:
+					h.put(t, NoWorker, in, byte(10+w))
+				}
+			}
+			w = (w + 1) % workers
+		}
+	})
+	wg.Wait()
+	close(toEngine)
+	engine.Wait()
+	// Arrivals still queued go back through their workers' indices.
+	for w := range workers {
+		close(toWorker[w])
+		for pk := range toWorker[w] {
+			h.put(t, w, pk, pk.Payload()[0])
+		}
+	}
+	if err := audit(p, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stats()
+	t.Logf("%d sends, %+v", sent.Load(), st)
+	if sent.Load() == 0 {
+		t.Fatal("no packet was sent")
 	}
 }

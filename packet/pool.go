@@ -133,10 +133,11 @@ func (p *Pool) atGrown(i uint32) *Packet {
 	return p.chunks[j>>p.growShift].Load().at(j&(1<<p.growShift-1), p.stride)
 }
 
-// Get returns a free packet with a zeroed header and Len 0, or nil if the
-// pool is exhausted: every packet is in use and the overflow policy allows
-// no more. Nil is back-pressure, not an error: make progress (which
-// returns packets to the pool) and try again. Get never blocks (under
+// Get returns a free packet with a zeroed header and Len 0 (the payload
+// bytes are left as they were: unspecified), or nil if the pool is
+// exhausted: every packet is in use and the overflow policy allows no
+// more. Nil is back-pressure, not an error: make progress (which returns
+// packets to the pool) and try again. Get never blocks (under
 // OverflowGrow, a Get that grows the pool allocates and may wait for
 // another Get that is growing it).
 //
