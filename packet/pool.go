@@ -23,11 +23,15 @@ const NoWorker = -1
 // Ownership: deque w is owned by worker w — a goroutine locked to one OS
 // thread, running fibers — and only that worker may call Get(w) or
 // Put(w, pk); two goroutines must never use the same worker index at the
-// same time (caught in invariants builds). Any goroutine may call
-// Get(NoWorker) and Put(NoWorker, ...). Every other method may be called
-// from anywhere. Neither Get nor Put blocks or yields, so both may be
-// called from a fiber. A Pool must not be copied. Its memory goes back
-// to the Go heap when the pool and all its packets are unreachable.
+// same time (caught in invariants builds). The fibers of worker w all use
+// index w: they never run at once. Code that runs on worker w's thread
+// between fibers (the idle hook, progress driven by the worker) may use w
+// too. Any goroutine may call Get(NoWorker) and Put(NoWorker, ...); a
+// dedicated progress goroutine (the communication server) uses NoWorker.
+// Every other method may be called from anywhere. Neither Get nor Put
+// blocks or yields, so both may be called from a fiber. A Pool must not
+// be copied. Its memory goes back to the Go heap when the pool and all
+// its packets are unreachable.
 //
 // Get(w) takes the top of deque w (the packet w used last: its lines are
 // likely still in w's cache); if that is empty, the top of the shared
