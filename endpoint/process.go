@@ -50,6 +50,39 @@ func (l ThreadLevel) String() string {
 	return fmt.Sprintf("ThreadLevel(%d)", int(l))
 }
 
+// ProgressMode says who drives the transport's progress (polling for
+// arrivals and completions). The in-process transport delivers
+// synchronously and needs none; transports between processes do.
+type ProgressMode int
+
+const (
+	// ProgressIdle polls from the fiber workers' idle hook (seed 004 §5's
+	// fibers that yield inside blocking calls): no extra thread, and
+	// progress whenever a worker has nothing to run. The default.
+	ProgressIdle ProgressMode = iota
+	// ProgressServer runs a dedicated communication server, a goroutine
+	// locked to its own OS thread that polls continuously (seed 001's
+	// communication server). It costs a core and gives the lowest latency.
+	ProgressServer
+	// ProgressCaller polls only from inside blocking calls: a waiting
+	// caller polls, then yields (fiber) or lets other goroutines run,
+	// until its request completes.
+	ProgressCaller
+)
+
+// String names the mode.
+func (m ProgressMode) String() string {
+	switch m {
+	case ProgressIdle:
+		return "idle"
+	case ProgressServer:
+		return "server"
+	case ProgressCaller:
+		return "caller"
+	}
+	return fmt.Sprintf("ProgressMode(%d)", int(m))
+}
+
 // Defaults of Options.
 const (
 	DefaultEagerLimit   = packet.DefaultPayloadSize
@@ -84,6 +117,8 @@ type Options struct {
 	Transport rdma.Transport
 	// Fiber configures the scheduler beyond Workers (pinning, idle).
 	Fiber fiber.Config
+	// Progress says who polls the transport (default ProgressIdle).
+	Progress ProgressMode
 }
 
 func (o Options) withDefaults() Options {
@@ -115,6 +150,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: MaxEndpoints %d < 1", ErrOptions, d.MaxEndpoints)
 	case o.PacketsPerWorker < 0:
 		return fmt.Errorf("%w: PacketsPerWorker %d < 0", ErrOptions, o.PacketsPerWorker)
+	case o.Progress < ProgressIdle || o.Progress > ProgressCaller:
+		return fmt.Errorf("%w: %v", ErrOptions, o.Progress)
 	}
 	if err := d.Fiber.Validate(); err != nil {
 		return err
@@ -129,8 +166,8 @@ func (o Options) String() string {
 	if d.Transport != nil {
 		tr = d.Transport.Name()
 	}
-	return fmt.Sprintf("endpoint.Options{transport=%s eager<=%dB payload=%dB maxEndpoints=%d %v %v}",
-		tr, d.EagerLimit, d.PayloadSize, d.MaxEndpoints, d.Fiber, d.Match)
+	return fmt.Sprintf("endpoint.Options{transport=%s progress=%v eager<=%dB payload=%dB maxEndpoints=%d %v %v}",
+		tr, d.Progress, d.EagerLimit, d.PayloadSize, d.MaxEndpoints, d.Fiber, d.Match)
 }
 
 // A Process is this OS process's part of the job: its endpoints, its fiber
@@ -149,6 +186,11 @@ type Process struct {
 
 	world     Comm // the Init world: one endpoint per process
 	finalized atomic.Bool
+
+	// server is the communication server (ProgressServer): it polls until
+	// stop is set, then closes done.
+	serverStop atomic.Bool
+	serverDone chan struct{}
 }
 
 // Comm is a communicator as the endpoint layer sees it: a context id and
@@ -178,7 +220,16 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 		p.tr = inproc.New()
 	}
 	fcfg := opts.Fiber
-	fcfg.Idle = p.idle
+	if opts.Progress == ProgressIdle {
+		userIdle := fcfg.Idle
+		fcfg.Idle = func(w int) bool {
+			n := p.tr.Progress(w) > 0
+			if userIdle != nil && userIdle(w) {
+				n = true
+			}
+			return n
+		}
+	}
 	sched, err := fiber.New(fcfg)
 	if err != nil {
 		return nil, err
@@ -202,11 +253,37 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 		return nil, err
 	}
 	p.world = world
+	if opts.Progress == ProgressServer {
+		p.serverDone = make(chan struct{})
+		go p.serve()
+	}
 	return p, nil
 }
 
-// idle is the workers' idle hook: transport progress.
-func (p *Process) idle(w int) bool { return p.tr.Progress(w) > 0 }
+// serve is the communication server: it polls the transport on its own
+// locked thread until Finalize, backing off (without parking) while idle.
+func (p *Process) serve() {
+	defer close(p.serverDone)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	idle := 0
+	for !p.serverStop.Load() {
+		if p.tr.Progress(packet.NoWorker) > 0 {
+			idle = 0
+			continue
+		}
+		if idle++; idle > 1024 {
+			runtime.Gosched() // long idle: let the Go scheduler run others
+		}
+	}
+}
+
+// progress is the caller-driven poll made while a request is pending.
+func (p *Process) progress(w int) {
+	if p.opts.Progress == ProgressCaller {
+		p.tr.Progress(w)
+	}
+}
 
 // pause lets other work run while a caller waits for a resource.
 func (p *Process) pause(w *fiber.Waiter) {
@@ -289,6 +366,10 @@ func (p *Process) CreateEndpoints(k int) ([]*Endpoint, error) {
 func (p *Process) Finalize() error {
 	if !p.finalized.CompareAndSwap(false, true) {
 		return ErrFinalized
+	}
+	if p.serverDone != nil {
+		p.serverStop.Store(true)
+		<-p.serverDone
 	}
 	err := p.sched.Close()
 	p.mu.Lock()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/match"
+	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
 )
 
@@ -92,6 +93,21 @@ func (r *Request) Status() Status { return r.status }
 // WaitFor blocks the caller that w belongs to until the request completes,
 // and returns its status' error: a fiber yields, a goroutine parks.
 func (r *Request) WaitFor(w *fiber.Waiter) error {
+	if p := r.ep.p; p.opts.Progress == ProgressCaller {
+		// Caller-driven progress: poll, then let others run, until done.
+		worker := packet.NoWorker
+		if f := w.Fiber(); f != nil {
+			worker = f.Worker()
+		}
+		for !r.ev.Done() {
+			p.progress(worker)
+			if r.ev.Done() {
+				break
+			}
+			p.pause(w)
+		}
+		return r.status.Err
+	}
 	r.ev.Wait(w)
 	return r.status.Err
 }

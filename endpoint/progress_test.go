@@ -1,0 +1,133 @@
+package endpoint
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/packet"
+	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/rdma/inproc"
+)
+
+// queued is a transport that delivers nothing by itself: Send queues the
+// packet and Progress delivers what is queued, as a transport between
+// processes would. It proves each progress mode really drives delivery.
+type queued struct {
+	*inproc.Transport
+	mu sync.Mutex
+	q  []queuedPacket
+}
+
+type queuedPacket struct {
+	to rdma.Addr
+	pk *packet.Packet
+}
+
+func (t *queued) Send(w int, to rdma.Addr, pk *packet.Packet) error {
+	t.mu.Lock()
+	t.q = append(t.q, queuedPacket{to, pk})
+	t.mu.Unlock()
+	return nil
+}
+
+func (t *queued) Progress(w int) int {
+	t.mu.Lock()
+	q := t.q
+	t.q = nil
+	t.mu.Unlock()
+	for _, e := range q {
+		if err := t.Transport.Send(w, e.to, e.pk); err != nil {
+			panic(err)
+		}
+	}
+	return len(q)
+}
+
+func TestProgressModes(t *testing.T) {
+	for _, mode := range []ProgressMode{ProgressIdle, ProgressServer, ProgressCaller} {
+		for _, lim := range []int{-1, 0} {
+			t.Run(fmt.Sprintf("%v/eager=%d/fibers", mode, lim), func(t *testing.T) {
+				opts := Options{Workers: 2, EagerLimit: lim, Progress: mode, Transport: &queued{Transport: inproc.New()}}
+				if err := RunWith(ThreadSingle, opts, 2, pingPong); err != nil {
+					t.Fatal(err)
+				}
+			})
+			t.Run(fmt.Sprintf("%v/eager=%d/goroutines", mode, lim), func(t *testing.T) {
+				opts := Options{Workers: 1, EagerLimit: lim, Progress: mode, Transport: &queued{Transport: inproc.New()}}
+				p, err := Init(ThreadSingle, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				eps, err := p.CreateEndpoints(2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				errs := make(chan error, 2)
+				for _, ep := range eps {
+					go func() {
+						h, err := ep.Register(fiber.NewGoroutineWaiter())
+						if err != nil {
+							errs <- err
+							return
+						}
+						errs <- pingPong(h)
+					}()
+				}
+				for range 2 {
+					if err := <-errs; err != nil {
+						t.Error(err)
+					}
+				}
+				if err := p.Finalize(); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
+// pingPong exchanges a few messages of growing size between ranks 0 and 1.
+func pingPong(ep *Endpoint) error {
+	w := ep.World()
+	me, peer := ep.Rank(), 1-ep.Rank()
+	for i, n := range []int{1, 100, 20_000} {
+		buf := make([]byte, n)
+		if me == 0 {
+			if err := ep.Send(w, me, peer, i, pattern(n, i)); err != nil {
+				return err
+			}
+			if _, err := ep.Recv(w, peer, i, buf); err != nil {
+				return err
+			}
+		} else {
+			if _, err := ep.Recv(w, peer, i, buf); err != nil {
+				return err
+			}
+			if err := ep.Send(w, me, peer, i, buf); err != nil {
+				return err
+			}
+		}
+		if !bytes.Equal(buf, pattern(n, i)) {
+			return fmt.Errorf("rank %d, message %d: data differs", me, i)
+		}
+	}
+	return nil
+}
+
+func TestOptionsString(t *testing.T) {
+	s := Options{Progress: ProgressServer, EagerLimit: -1}.String()
+	for _, want := range []string{"progress=server", "eager<=-1B", "transport=inproc"} {
+		if !bytes.Contains([]byte(s), []byte(want)) {
+			t.Errorf("Options.String() = %q, missing %q", s, want)
+		}
+	}
+	if err := (Options{Progress: 7}).Validate(); err == nil {
+		t.Error("Progress mode 7 accepted")
+	}
+	if err := (Options{EagerLimit: 1 << 20}).Validate(); err == nil {
+		t.Error("EagerLimit above PayloadSize accepted")
+	}
+}
