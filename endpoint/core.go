@@ -34,6 +34,9 @@ type core struct {
 	// busy detects two callers inside a ThreadSingle or ThreadSerialized
 	// endpoint at once (invariants builds only).
 	busy atomic.Int32
+
+	// ctx is the endpoint's context-id state (context.go).
+	ctx contexts
 }
 
 func newCore(p *Process, addr rdma.Addr, level ThreadLevel) (*core, error) {

@@ -182,7 +182,7 @@ type Process struct {
 
 	mu      sync.Mutex
 	cores   []*core // by address
-	nextCtx uint32  // next context id for a world or process communicator
+	nextCtx uint32  // next context id for a world or process communicator (even: see ContextPairs)
 
 	world     Comm // the Init world: one endpoint per process
 	finalized atomic.Bool
@@ -312,10 +312,11 @@ func (p *Process) newComm(k int) (Comm, error) {
 		if err != nil {
 			return Comm{}, err
 		}
+		cr.ctx.reserve(c.Context)
 		p.cores = append(p.cores, cr)
 		c.Addrs[i] = addr
 	}
-	p.nextCtx++
+	p.nextCtx += 2 // a pair: the world's collectives use Context+1
 	return c, nil
 }
 
