@@ -13,26 +13,47 @@ import (
 	"github.com/fibermpi/fibermpi/rdma"
 )
 
+// The receivers of bound addresses live in chunks of chunkSize consecutive
+// addresses, found through a directory indexed by Addr>>chunkBits. Binding
+// a address copies at most the directory, never all bindings, and a
+// directory for the largest Addr stays small (1<<(32-chunkBits) pointers).
+const (
+	chunkBits = 12
+	chunkSize = 1 << chunkBits
+)
+
+// chunk holds the bindings of chunkSize consecutive addresses. Bind and
+// Unbind store an entry under Transport.mu; Send loads it without a lock.
+type chunk [chunkSize]atomic.Pointer[binding]
+
+// binding is one bound Receiver.
+type binding struct{ r rdma.Receiver }
+
 // Transport connects the endpoints of one process. Its zero value is not
 // usable; call New.
 type Transport struct {
-	// peers maps an Addr to its Receiver. Send loads it without a lock;
-	// Bind and Unbind replace it (copy on write) under mu.
-	peers atomic.Pointer[[]rdma.Receiver]
-	mu    sync.Mutex
+	// dir maps Addr>>chunkBits to the chunk of that address, or nil. A
+	// published directory is never modified: Bind stores a longer copy
+	// (copy on write, under mu) to add a chunk, which Send's Load
+	// observes.
+	dir atomic.Pointer[[]*chunk]
+	mu  sync.Mutex
 
 	// regions maps a key to a registered buffer.
 	regMu   sync.RWMutex
 	regions map[uint32][]byte
 	nextKey uint32
 
+	// closed is set by Close under mu and regMu; Send, Put and Get load
+	// it without a lock, Bind, Unbind, Register and Deregister under
+	// their lock.
 	closed atomic.Bool
 }
 
 // New returns an empty in-process transport.
 func New() *Transport {
 	t := &Transport{regions: make(map[uint32][]byte)}
-	t.peers.Store(new([]rdma.Receiver))
+	t.dir.Store(new([]*chunk))
 	return t
 }
 
@@ -51,28 +72,45 @@ func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver) error {
 	if t.closed.Load() {
 		return rdma.ErrClosed
 	}
-	old := *t.peers.Load()
-	if int(a) < len(old) && old[a] != nil {
+	dir := *t.dir.Load()
+	ci := int(a >> chunkBits)
+	if ci >= len(dir) || dir[ci] == nil {
+		grown := make([]*chunk, max(len(dir), ci+1))
+		copy(grown, dir)
+		grown[ci] = new(chunk)
+		t.dir.Store(&grown)
+		dir = grown
+	}
+	e := &dir[ci][a&(chunkSize-1)]
+	if e.Load() != nil {
 		return rdma.ErrBound
 	}
-	peers := make([]rdma.Receiver, max(len(old), int(a)+1))
-	copy(peers, old)
-	peers[a] = r
-	t.peers.Store(&peers)
+	e.Store(&binding{r: r})
 	return nil
+}
+
+// entry returns the slot of address a, or nil if its chunk does not exist.
+func (t *Transport) entry(a rdma.Addr) *atomic.Pointer[binding] {
+	dir := *t.dir.Load()
+	ci := int(a >> chunkBits)
+	if ci >= len(dir) || dir[ci] == nil {
+		return nil
+	}
+	return &dir[ci][a&(chunkSize-1)]
 }
 
 // Unbind detaches the endpoint a.
 func (t *Transport) Unbind(a rdma.Addr) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old := *t.peers.Load()
-	if int(a) >= len(old) || old[a] == nil {
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	e := t.entry(a)
+	if e == nil || e.Load() == nil {
 		return rdma.ErrNoPeer
 	}
-	peers := append([]rdma.Receiver(nil), old...)
-	peers[a] = nil
-	t.peers.Store(&peers)
+	e.Store(nil)
 	return nil
 }
 
@@ -80,11 +118,12 @@ func (t *Transport) peer(a rdma.Addr) (rdma.Receiver, error) {
 	if t.closed.Load() {
 		return nil, rdma.ErrClosed
 	}
-	peers := *t.peers.Load()
-	if int(a) >= len(peers) || peers[a] == nil {
-		return nil, rdma.ErrNoPeer
+	if e := t.entry(a); e != nil {
+		if b := e.Load(); b != nil {
+			return b.r, nil
+		}
 	}
-	return peers[a], nil
+	return nil, rdma.ErrNoPeer
 }
 
 // Send delivers pk to the endpoint to before it returns, in the caller's
@@ -101,11 +140,11 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 // Register records buf under a new key. The Region's Addr is 0: offsets
 // are relative to buf.
 func (t *Transport) Register(buf []byte) (rdma.Region, error) {
+	t.regMu.Lock()
+	defer t.regMu.Unlock()
 	if t.closed.Load() {
 		return rdma.Region{}, rdma.ErrClosed
 	}
-	t.regMu.Lock()
-	defer t.regMu.Unlock()
 	for {
 		t.nextKey++
 		if _, used := t.regions[t.nextKey]; !used && t.nextKey != 0 {
@@ -120,6 +159,9 @@ func (t *Transport) Register(buf []byte) (rdma.Region, error) {
 func (t *Transport) Deregister(r rdma.Region) error {
 	t.regMu.Lock()
 	defer t.regMu.Unlock()
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
 	if _, ok := t.regions[r.Key]; !ok {
 		return rdma.ErrNoRegion
 	}
@@ -166,13 +208,18 @@ func (t *Transport) Get(owner rdma.Addr, r rdma.Region, off uint64, dst []byte) 
 // Progress does nothing: delivery is synchronous.
 func (t *Transport) Progress(int) int { return 0 }
 
-// Close makes every later call fail with rdma.ErrClosed.
+// Close makes every later call fail with rdma.ErrClosed, a second Close
+// included, and drops the bindings and registrations.
 func (t *Transport) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.closed.Store(true)
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
 	t.regMu.Lock()
+	t.closed.Store(true)
 	clear(t.regions)
 	t.regMu.Unlock()
+	t.dir.Store(new([]*chunk))
 	return nil
 }

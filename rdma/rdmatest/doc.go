@@ -1,0 +1,81 @@
+// Package rdmatest is the conformance suite of rdma.Transport: the tests
+// every backend's own tests run, in the way gonum's blas/testblas checks
+// every BLAS implementation against one set of expectations.
+//
+// # Using it from a backend
+//
+// A backend's test file passes Run a Factory that builds a fresh fabric for
+// each subtest:
+//
+//	func TestConformance(t *testing.T) {
+//		rdmatest.Run(t, func(t *testing.T, cfg rdmatest.Config) rdmatest.Fabric {
+//			return rdmatest.SingleHost(inproc.New(), cfg.Endpoints)
+//		})
+//	}
+//
+// The Factory is told how many endpoint addresses the subtest uses
+// (Addr(0) … Addr(Endpoints-1)) and the packet pool the subtest takes its
+// packets from. It returns a Fabric: for each address the Transport that
+// endpoint lives on. An in-process backend puts every endpoint on one
+// Transport (SingleHost). A backend whose endpoints live in different
+// processes returns one Transport value per simulated process — several
+// instances in the test process connected as separate processes would be
+// (through a shared-memory segment, over loopback TCP), or proxies for
+// child processes the Factory starts — and may repeat a value for the
+// endpoints one process hosts. A transport that builds packets on arrival
+// takes them from Config.Pool. The Factory registers its own clean-up with
+// t.Cleanup; the suite closes the transports first.
+//
+// # What the suite assumes
+//
+// Only the rdma.Transport contract: the suite names endpoints by Addr,
+// observes arrivals only through the Receivers it binds, sends, binds,
+// registers and calls Put and Get for an endpoint on that endpoint's
+// Transport, and never assumes delivery is synchronous: it waits for
+// arrivals in loops that call Progress on every transport, bounded by
+// Fabric.Timeout (a subtest that waits longer fails; it does not hang).
+// Receivers return every packet to the pool with the worker index the
+// transport passed them, so a wrong index shows up as a failure (and, in
+// -tags invariants builds, two goroutines using one worker index at once
+// are caught by the pool).
+//
+// # What it checks
+//
+//   - Delivery: every packet arrives exactly once, at the address it was
+//     sent to, with every exported header field of packet.Packet (filled
+//     with full-range values) and its payload (0 to Cap bytes) intact, also
+//     for sends to the sender's own address.
+//   - Order: packets one goroutine sends to one peer arrive in the order
+//     sent, with several goroutines of one endpoint sending to one peer at
+//     once, each with its own sequence, and with many endpoints sending to
+//     one receiver at once.
+//   - Conservation: after the traffic (and after Close), every packet is
+//     back in the pool; a refused Send leaves the packet with the caller,
+//     intact and still usable.
+//   - Re-entrancy: a Receiver may Send (re-using the packet it was given),
+//     Register, Put and Deregister from inside Receive; the suite runs a
+//     rendezvous (RTS, RTR, Put, Done) entirely from Receivers.
+//   - Addresses: Send, Put and Get to an address never bound, or unbound,
+//     fail with rdma.ErrNoPeer; binding twice fails with rdma.ErrBound and
+//     leaves the first Receiver in place; an address can be bound again after
+//     Unbind; Bind and Unbind while other goroutines send lose nothing.
+//   - Memory: Register, Put and Get round trips at many offsets and lengths
+//     (empty and nil buffers included), bytes written by Put visible to the
+//     owner once a later packet tells it so; accesses past the end fail with
+//     rdma.ErrOutOfBounds (a *rdma.BoundsError, if the backend uses one,
+//     with the access's offset and length) and write nothing — guard bytes
+//     around every registered buffer stay intact, and so does the
+//     destination of a failed Get; a forged or stale Region fails
+//     (rdma.ErrNoRegion for a key that is not registered) and never
+//     reaches another registration; Register and Deregister while others
+//     Put and Get; a 4 MiB Put and Get (1 MiB under -short).
+//   - Close: it succeeds once; every later call (Close included) fails with
+//     rdma.ErrClosed and Progress reports nothing; Close while goroutines
+//     send loses or doubles no packet.
+//
+// # Subtests
+//
+// Each check is a subtest of the test that calls Run, so one can be picked
+// with -run (for example -run 'TestConformance/Bounds'). Each subtest gets a
+// fresh fabric and a fresh pool.
+package rdmatest
