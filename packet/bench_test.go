@@ -101,14 +101,24 @@ func (c chanContender) put(_ int, pk *Packet) { c.ch <- pk }
 // BenchmarkPool measures the cost of one get plus its return, as seed 001
 // §4.1.2 does: each goroutine repeatedly takes a random batch of 1..32
 // packets (the same random sequence for every contender), writes a header
-// field, and returns the batch. One op is one get and its later return,
-// so ns/op is ns per get+return over all goroutines together (aggregate
-// throughput) and the goroutine-ns/op metric is the time one goroutine
-// spends per get+return (ns/op times the number of goroutines). Run it
-// with -cpu 1,2: RunParallel starts GOMAXPROCS goroutines and each acts as
-// its own worker index (b.Loop cannot drive parallel goroutines, hence
-// pb.Next). Every contender holds the same number of packets and hands
-// out a packet with a zeroed header.
+// field, and returns the batch (the seed's random sleep between the two
+// halves is left out: it would only add timer noise). One op is one get
+// and its later return. Three figures per run:
+//
+//   - ns/op: wall time over the gets of all goroutines together
+//     (aggregate throughput);
+//   - goroutine-ns/op: wall time one goroutine spends per get+return
+//     (ns/op times the number of goroutines);
+//   - cpu-ns/op: CPU time one goroutine's thread uses per get+return —
+//     the same as goroutine-ns/op minus the time the thread sat preempted,
+//     which on a shared machine is most of the noise.
+//
+// Run it with -cpu 1,2: RunParallel starts GOMAXPROCS goroutines, and
+// each locks its OS thread, like a worker, and acts as its own worker
+// index (b.Loop cannot drive parallel goroutines, hence pb.Next). Every
+// contender holds the same number of packets and hands out a packet with
+// a zeroed header. "local" is a floor, not a pool: a plain slice per
+// worker with no synchronisation at all.
 func BenchmarkPool(b *testing.B) {
 	contenders := []struct {
 		name string
@@ -131,12 +141,29 @@ func BenchmarkPool(b *testing.B) {
 			workers := runtime.GOMAXPROCS(0)
 			ct := c.make(workers, workers*benchPerWorker+benchShared)
 			var ids atomic.Int32
+			var cpuNs atomic.Int64
+			cpuOK := true
+			var cpuMu sync.Mutex
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				w := int(ids.Add(1) - 1)
 				if w >= workers {
 					w = NoWorker
 				}
+				// Like a worker, each goroutine keeps its OS thread, so
+				// the thread's CPU clock measures this goroutine alone.
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				start, ok := threadCPUTime()
+				defer func() {
+					end, ok2 := threadCPUTime()
+					cpuNs.Add(end - start)
+					if !ok || !ok2 {
+						cpuMu.Lock()
+						cpuOK = false
+						cpuMu.Unlock()
+					}
+				}()
 				// The generator lives on this goroutine's stack, so
 				// goroutines share no line through it.
 				rng := rand.NewPCG(uint64(w+1), 42)
@@ -167,6 +194,12 @@ func BenchmarkPool(b *testing.B) {
 			// per get+return (the seed's per-thread latency).
 			g := int(ids.Load())
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())*float64(g)/float64(b.N), "goroutine-ns/op")
+			// cpu-ns/op is the CPU time the goroutines' threads used per
+			// get+return: like goroutine-ns/op, but blind to the time a
+			// thread sat preempted on this shared machine.
+			if cpuOK {
+				b.ReportMetric(float64(cpuNs.Load())/float64(b.N), "cpu-ns/op")
+			}
 		})
 	}
 }
