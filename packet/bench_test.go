@@ -27,6 +27,13 @@ type poolContender struct{ p *Pool }
 func (c poolContender) get(w int) *Packet     { return c.p.Get(w) }
 func (c poolContender) put(w int, pk *Packet) { c.p.Put(w, pk) }
 
+// noWorkerContender is the pool used by callers without a deque (plain
+// goroutines): the shared stack, then stealing.
+type noWorkerContender struct{ p *Pool }
+
+func (c noWorkerContender) get(int) *Packet       { return c.p.Get(NoWorker) }
+func (c noWorkerContender) put(_ int, pk *Packet) { c.p.Put(NoWorker, pk) }
+
 // syncPoolContender is sync.Pool holding packets; when it comes up empty
 // (after a GC cleared it) it allocates, as sync.Pool's users do.
 type syncPoolContender struct{ sp *sync.Pool }
@@ -117,8 +124,10 @@ func (c chanContender) put(_ int, pk *Packet) { c.ch <- pk }
 // each locks its OS thread, like a worker, and acts as its own worker
 // index (b.Loop cannot drive parallel goroutines, hence pb.Next). Every
 // contender holds the same number of packets and hands out a packet with
-// a zeroed header. "local" is a floor, not a pool: a plain slice per
-// worker with no synchronisation at all.
+// a zeroed header. "pool-noworker" is the pool used with NoWorker, as
+// plain goroutines use it (shared stack first, then stealing). "local" is
+// a floor, not a pool: a plain slice per worker with no synchronisation
+// at all.
 func BenchmarkPool(b *testing.B) {
 	contenders := []struct {
 		name string
@@ -130,6 +139,13 @@ func BenchmarkPool(b *testing.B) {
 				b.Fatal(err)
 			}
 			return poolContender{p}
+		}},
+		{"pool-noworker", func(workers, _ int) container {
+			p, err := New(Config{Workers: workers, PerWorker: benchPerWorker, Shared: benchShared, PayloadSize: benchPayload})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return noWorkerContender{p}
 		}},
 		{"syncpool", func(_, n int) container { return newSyncPoolContender(n) }},
 		{"stack", func(_, n int) container { return newStackContender(n) }},

@@ -22,8 +22,8 @@ func TestLayout(t *testing.T) {
 		t.Fatalf("deque has %d bytes after bottom, want ≥ %d", sz-unsafe.Offsetof(d.bottom), CacheLine)
 	}
 	var s stack
-	if unsafe.Offsetof(s.head) < CacheLine || unsafe.Sizeof(s)-unsafe.Offsetof(s.count) < CacheLine {
-		t.Fatalf("stack head not padded: layout %d/%d/%d", unsafe.Offsetof(s.head), unsafe.Offsetof(s.count), unsafe.Sizeof(s))
+	if unsafe.Offsetof(s.head) < CacheLine || unsafe.Sizeof(s)-unsafe.Offsetof(s.head) < CacheLine {
+		t.Fatalf("stack head not padded: at %d of %d bytes", unsafe.Offsetof(s.head), unsafe.Sizeof(s))
 	}
 	var p Pool
 	if unsafe.Offsetof(p.shared)-unsafe.Offsetof(p.first) < CacheLine {

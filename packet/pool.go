@@ -328,7 +328,7 @@ func (p *Pool) String() string {
 }
 
 // Stats is a snapshot of where a pool's packets are. The counts are exact
-// while no Get or Put runs; otherwise each is a recent value.
+// while no Get or Put runs; otherwise they are estimates.
 type Stats struct {
 	// Packets is the number of packets the pool holds, free or not.
 	Packets int
@@ -351,7 +351,7 @@ type Stats struct {
 func (p *Pool) Stats() Stats {
 	s := Stats{
 		Packets:   int(p.total.Load()),
-		Shared:    p.shared.len(),
+		Shared:    p.shared.len(p, int(p.total.Load())),
 		PerWorker: make([]int, len(p.workers)),
 		Steals:    p.steals.Load(),
 		Spills:    p.spills.Load(),
@@ -369,10 +369,11 @@ func (p *Pool) Stats() Stats {
 }
 
 // Free returns the number of free packets in deque w, or in the shared
-// pool for NoWorker. It panics if w is out of range.
+// pool for NoWorker (counted by walking it: O(packets)). The count is
+// exact while no Get or Put runs. It panics if w is out of range.
 func (p *Pool) Free(w int) int {
 	if w == NoWorker {
-		return p.shared.len()
+		return p.shared.len(p, int(p.total.Load()))
 	}
 	if uint(w) >= uint(len(p.workers)) {
 		panicWorker(w, len(p.workers))

@@ -21,10 +21,7 @@ type stack struct {
 	// A push's CAS publishes the link it stored before (release); the
 	// pop's Load of head pairs with it before the pop Loads that link.
 	head atomic.Uint64
-	// count is the number of packets in the stack: Add(1) after a push's
-	// CAS, Add(-1) after a pop's; Loaded by Stats. It may lag head.
-	count atomic.Int64
-	_     cpu.CacheLinePad
+	_    cpu.CacheLinePad
 }
 
 func (s *stack) init() { s.head.Store(uint64(linkNil)) }
@@ -35,7 +32,6 @@ func (s *stack) push(p *Packet) {
 		h := s.head.Load()
 		p.link.Store(uint32(h))
 		if s.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(p.index)) {
-			s.count.Add(1)
 			return
 		}
 	}
@@ -52,10 +48,20 @@ func (s *stack) pop(pl *Pool) (uint32, bool) {
 		}
 		next := pl.at(i).link.Load()
 		if s.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(next)) {
-			s.count.Add(-1)
 			return i, true
 		}
 	}
 }
 
-func (s *stack) len() int { return int(max(s.count.Load(), 0)) }
+// len counts the packets in the stack by walking it. It is exact while no
+// push or pop runs; otherwise the walk may follow a link that changed
+// under it, and the count is only an estimate (never more than limit).
+// The stack keeps no counter because that would cost every push and pop
+// one more atomic read-modify-write on the contended line.
+func (s *stack) len(pl *Pool, limit int) int {
+	n := 0
+	for i := uint32(s.head.Load()); i != linkNil && i < linkInUse && n < limit; i = pl.at(i).link.Load() {
+		n++
+	}
+	return n
+}
