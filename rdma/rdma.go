@@ -132,9 +132,10 @@ func (e *BoundsError) Error() string {
 // Is makes errors.Is(err, ErrOutOfBounds) true.
 func (e *BoundsError) Is(target error) bool { return target == ErrOutOfBounds }
 
-// CheckBounds returns a *BoundsError if n bytes at off do not fit in r.
+// CheckBounds returns a *BoundsError if n bytes at off do not fit in r
+// (a negative n never fits).
 func CheckBounds(r Region, off uint64, n int) error {
-	if off > r.Len || uint64(n) > r.Len-off {
+	if n < 0 || off > r.Len || uint64(n) > r.Len-off {
 		return &BoundsError{Region: r, Off: off, Len: n}
 	}
 	return nil

@@ -276,30 +276,55 @@ func testCloseWhileSending(t *testing.T, f Factory) {
 	e := newEnv(t, f, n)
 	sinks := e.bindSinks(n, false)
 	accepted := make([]uint32, senders)
+	var sent atomic.Int64   // Add by the senders, Load here
+	var closing atomic.Bool // Store here after Close, Load by the senders
 	var wg sync.WaitGroup
 	for g := range senders {
 		from := rdma.Addr(g % n)
 		wg.Go(func() {
 			deadline := time.Now().Add(e.timeout)
 			for seq := uint32(0); ; seq++ {
-				err := e.send(g, 0, pid{from: from, stream: uint32(g), seq: seq})
-				if err != nil {
+				accepted[g] = seq
+				if time.Now().After(deadline) {
+					e.failf("sender %d: Send still succeeds %v after the test began", g, e.timeout)
+					return
+				}
+				// Unlike elsewhere, a sender does not drive progress
+				// when the pool is dry: the backlog is meant to stand
+				// until Close, which must return it to the pool.
+				pk := e.pool.Get(g)
+				for ; pk == nil; pk = e.pool.Get(g) {
+					if closing.Load() || time.Now().After(deadline) {
+						return
+					}
+					runtime.Gosched()
+				}
+				stamp(pk, 0, pid{from: from, stream: uint32(g), seq: seq})
+				if err := e.hosts[from].Send(g, 0, pk); err != nil {
+					e.pool.Put(g, pk)
 					if !errors.Is(err, rdma.ErrClosed) && !errors.Is(err, rdma.ErrNoPeer) {
 						e.failf("sender %d: Send while closing: %v", g, err)
 					}
-					accepted[g] = seq
 					return
 				}
-				if time.Now().After(deadline) {
-					e.failf("sender %d: Send still succeeds %v after the test began", g, e.timeout)
-					accepted[g] = seq + 1
-					return
-				}
+				sent.Add(1)
 			}
 		})
 	}
 	e.waitArrived(int64(scale(300)))
+	// Let packets pile up without progress from here, so that a
+	// transport that delivers later has some in flight when it closes
+	// (they must come back to the pool). One that delivers in Send never
+	// has a backlog; for it, let the senders run a little.
+	from := sent.Load()
+	for deadline := time.Now().Add(e.timeout); time.Now().Before(deadline); runtime.Gosched() {
+		n := sent.Load()
+		if n-e.arrived.Load() >= 64 || n >= from+5000 {
+			break
+		}
+	}
 	e.closeAll()
+	closing.Store(true)
 	wg.Wait()
 	e.report()
 	total := uint32(0)
