@@ -1,0 +1,137 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fibermpi/fibermpi/endpoint"
+	"github.com/fibermpi/fibermpi/fiber"
+)
+
+// team runs the n fibers of one parallel run and collects their outcome: it
+// places them on the workers in blocks (fibers i·W/n onwards on worker i, so
+// neighbouring stripes share a worker), holds them at a start gate until all
+// are set up, times the iterations, and turns the first error or panic of any
+// fiber into the run's error without waiting for fibers that would block
+// forever on the failed one: it then finalizes the process (or closes the
+// scheduler), which unwinds every blocked fiber.
+type team struct {
+	sched  *fiber.Scheduler
+	finish func() error // Finalize or Close
+	n      int
+	gate   *barrier
+
+	start time.Time    // set by the gate's last arriver
+	end   time.Time    // set by the last fiber to finish iterating
+	ended atomic.Int64 // fibers done iterating: Add in stop
+
+	live    atomic.Int64 // fibers not yet returned: Add in each fiber's exit
+	done    chan struct{}
+	abort   chan struct{}
+	failed  atomic.Bool // set (Store) before abort is closed; Load in the panic path
+	errOnce sync.Once
+	err     error
+}
+
+// newTeam returns a team of n fibers on a scheduler with the given workers.
+// With level ≥ 0 it initialises a process at that thread level and creates
+// k endpoints, returned in order; with level < 0 it only starts a scheduler.
+func newTeam(n, workers int, level endpoint.ThreadLevel, k int) (*team, []*endpoint.Endpoint, error) {
+	t := &team{n: n, gate: newBarrier(n), done: make(chan struct{}), abort: make(chan struct{})}
+	t.live.Store(int64(n))
+	if level < 0 {
+		s, err := fiber.New(fiber.Config{Workers: workers})
+		if err != nil {
+			return nil, nil, err
+		}
+		t.sched, t.finish = s, s.Close
+		return t, nil, nil
+	}
+	p, err := endpoint.Init(level, endpoint.Options{Workers: workers})
+	if err != nil {
+		return nil, nil, err
+	}
+	eps, err := p.CreateEndpoints(k)
+	if err != nil {
+		return nil, nil, errors.Join(err, p.Finalize())
+	}
+	t.sched, t.finish = p.Scheduler(), p.Finalize
+	return t, eps, nil
+}
+
+// noThreadLevel makes newTeam start a bare scheduler.
+const noThreadLevel endpoint.ThreadLevel = -1
+
+// fail records err as the run's error (the first one wins) and aborts.
+func (t *team) fail(err error) {
+	t.errOnce.Do(func() {
+		t.err = err
+		t.failed.Store(true)
+		close(t.abort)
+	})
+}
+
+// spawn starts fiber id running body.
+func (t *team) spawn(id int, body func(f *fiber.Fiber) error) {
+	w := id * t.sched.Workers() / t.n
+	err := t.sched.SpawnOn(w, func(f *fiber.Fiber) {
+		defer func() {
+			if p := recover(); p != nil {
+				if t.failed.Load() {
+					// Most likely the scheduler unwinding a fiber blocked
+					// on one that failed: let it have its panic.
+					panic(p)
+				}
+				t.fail(fmt.Errorf("fiber %d panicked: %v\n%s", id, p, debug.Stack()))
+			}
+			if t.live.Add(-1) == 0 {
+				close(t.done)
+			}
+		}()
+		if err := body(f); err != nil {
+			t.fail(fmt.Errorf("fiber %d: %w", id, err))
+		}
+	})
+	if err != nil {
+		t.fail(fmt.Errorf("spawning fiber %d: %w", id, err))
+	}
+}
+
+// begin holds fiber id at the start gate until all n fibers are set up; the
+// last to arrive starts the clock.
+func (t *team) begin(id int, w *fiber.Waiter) {
+	t.gate.wait(id, w, func() { t.start = time.Now() })
+}
+
+// stop records that a fiber has finished iterating; the last stops the clock.
+func (t *team) stop() {
+	if t.ended.Add(1) == int64(t.n) {
+		t.end = time.Now()
+	}
+}
+
+// wait waits until every fiber has returned, or one has failed, ends the
+// process or scheduler, and returns the run's error and the iteration time.
+func (t *team) wait() (time.Duration, error) {
+	select {
+	case <-t.done:
+		if t.failed.Load() {
+			_ = t.finish()
+			return 0, t.err
+		}
+		err := errors.Join(t.sched.Wait(), t.finish())
+		if err != nil {
+			return 0, err
+		}
+		return t.end.Sub(t.start), nil
+	case <-t.abort:
+		// Unwinds the fibers blocked on the failed one; their panics are
+		// the scheduler's cancellations, not errors of the run.
+		_ = t.finish()
+		return 0, t.err
+	}
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// cli runs the command with args and returns its exit status: 0 on success,
+// 1 if a run fails or differs from seq, 2 for bad flags.
+func cli(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("redblack", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	variant := fs.String("variant", "all", "variant to run: seq, threads, mpi, hybrid, funneled, a comma-separated list, or all")
+	n := fs.Int("n", 512, "grid size: n×n interior cells")
+	iters := fs.Int("iters", 200, "iterations (red sweep + black sweep); with -tol, the most to run")
+	tol := fs.Float64("tol", 0, "if > 0, stop at the first iteration whose residual (largest change of a cell) is below it")
+	ranks := fs.Int("ranks", 2, "mpi: ranks; hybrid and funneled: processes")
+	threads := fs.Int("threads", 2, "threads: fibers; hybrid and funneled: fibers per process")
+	eps := fs.Int("endpoints", 2, "hybrid: endpoints per process (1 or 2)")
+	workers := fs.Int("workers", 0, "fiber workers, i.e. OS threads (0: GOMAXPROCS)")
+	check := fs.Bool("check", true, "compare every grid with seq's, bit for bit (runs seq too)")
+	every := fs.Duration("progress", DefaultProgressEvery, "interval of progress lines on stderr during long runs (0: none)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: redblack [flags]\n\nRed-black SOR (seed 004 §4.3) in every variant, checked against the sequential code.\n\nVariants:\n")
+		for _, v := range variants {
+			fmt.Fprintf(stderr, "  %-9s %-16s %s\n", v.Name, v.Section, v.Summary)
+		}
+		fmt.Fprintf(stderr, "\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "redblack: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	cfg := Config{Rows: *n, Cols: *n, Iters: *iters, Tol: *tol, Ranks: *ranks, Threads: *threads,
+		Endpoints: *eps, Workers: *workers}
+	var vs []Variant
+	names := strings.Split(*variant, ",")
+	if *variant == "all" {
+		names = nil
+		for _, v := range variants {
+			names = append(names, v.Name)
+		}
+	}
+	for _, name := range names {
+		v, err := Lookup(strings.TrimSpace(name))
+		if err == nil {
+			err = v.Check(cfg)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		vs = append(vs, v)
+	}
+	if *every < 0 {
+		fmt.Fprintf(stderr, "redblack: negative -progress %v\n", *every)
+		return 2
+	}
+	cfg = cfg.withDefaults()
+
+	fmt.Fprintf(stdout, "red-black SOR on %d×%d cells, %s, %d fiber workers\n", cfg.Rows, cfg.Cols, stopRule(cfg), cfg.Workers)
+	var ref *Result
+	status := 0
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "variant\tlayout\titers\tresidual\ttime/iter\ttotal\tvs seq")
+	runOne := func(v Variant) *Result {
+		c := cfg
+		if *every > 0 {
+			c.ProgressEvery = *every
+			c.Progress = func(it int, res float64) {
+				if math.IsNaN(res) {
+					fmt.Fprintf(stderr, "  %s: iteration %d of %d\n", v.Name, it, c.Iters)
+				} else {
+					fmt.Fprintf(stderr, "  %s: iteration %d, residual %.3e\n", v.Name, it, res)
+				}
+			}
+		}
+		r, err := v.Run(c)
+		if err != nil {
+			tw.Flush()
+			fmt.Fprintf(stderr, "redblack: %s: %v\n", v.Name, err)
+			status = 1
+		}
+		return r
+	}
+	report := func(v Variant, r *Result, verdict string) {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.6e\t%v\t%v\t%s\n", v.Name, layout(v.Name, cfg), r.Iters, r.Res,
+			round(r.PerIter()), round(r.Elapsed), verdict)
+	}
+	if *check {
+		seq, _ := Lookup("seq")
+		if ref = runOne(seq); ref == nil {
+			return 1
+		}
+	}
+	for _, v := range vs {
+		r := ref
+		if v.Name != "seq" || ref == nil {
+			if r = runOne(v); r == nil {
+				continue
+			}
+		}
+		verdict := "not checked"
+		switch {
+		case ref == nil:
+		case v.Name == "seq":
+			verdict = "reference"
+		case r.Iters != ref.Iters:
+			verdict = fmt.Sprintf("DIFFERS: %d iterations, seq %d", r.Iters, ref.Iters)
+			status = 1
+		default:
+			if err := r.Grid.CheckAgainst(ref.Grid); err != nil {
+				verdict = "DIFFERS: " + strings.TrimPrefix(err.Error(), ErrMismatch.Error()+": ")
+				status = 1
+			} else if math.Float64bits(r.Res) != math.Float64bits(ref.Res) {
+				verdict = fmt.Sprintf("DIFFERS: residual %v, seq %v", r.Res, ref.Res)
+				status = 1
+			} else {
+				verdict = "identical"
+			}
+		}
+		report(v, r, verdict)
+	}
+	tw.Flush()
+	return status
+}
+
+// stopRule describes when a run stops.
+func stopRule(c Config) string {
+	if c.Tol > 0 {
+		return fmt.Sprintf("until the residual < %g (at most %d iterations)", c.Tol, c.Iters)
+	}
+	return fmt.Sprintf("%d iterations", c.Iters)
+}
+
+// layout describes how variant name decomposes the grid under c.
+func layout(name string, c Config) string {
+	switch name {
+	case "threads":
+		return fmt.Sprintf("%d fibers, shared grid", c.Threads)
+	case "mpi":
+		return fmt.Sprintf("%d ranks", c.Ranks)
+	case "hybrid":
+		return fmt.Sprintf("%d procs × %d fibers, %d endpoint(s) each", c.Ranks, c.Threads, c.Endpoints)
+	case "funneled":
+		return fmt.Sprintf("%d procs × %d fibers, master talks", c.Ranks, c.Threads)
+	}
+	return "1 goroutine"
+}
+
+// round shortens a duration for the table.
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(time.Microsecond)
+	}
+	return d.Round(10 * time.Nanosecond)
+}
