@@ -17,14 +17,16 @@
 // (Addr(0) … Addr(Endpoints-1)) and the packet pool the subtest takes its
 // packets from. It returns a Fabric: for each address the Transport that
 // endpoint lives on. An in-process backend puts every endpoint on one
-// Transport (SingleHost). A backend whose endpoints live in different
-// processes returns one Transport value per simulated process — several
-// instances in the test process connected as separate processes would be
-// (through a shared-memory segment, over loopback TCP), or proxies for
-// child processes the Factory starts — and may repeat a value for the
-// endpoints one process hosts. A transport that builds packets on arrival
-// takes them from Config.Pool. The Factory registers its own clean-up with
-// t.Cleanup; the suite closes the transports first.
+// Transport (SingleHost). The Receivers the suite binds are values of the
+// test process, so every Transport of a Fabric is an instance in the test
+// process; a backend for endpoints in different processes makes one
+// instance per simulated process, connected as separate processes would be
+// (through a shared-memory segment, over loopback TCP), and repeats a value
+// for the endpoints one process hosts. The Factory may start helper
+// processes if the backend needs them, and registers their clean-up with
+// t.Cleanup; the suite's own clean-up, which closes the transports, runs
+// first. A transport that builds packets on arrival takes them from
+// Config.Pool.
 //
 // # What the suite assumes
 //
