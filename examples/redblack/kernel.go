@@ -70,9 +70,11 @@ func (s *slab) relax(lo, hi, c int, res float64, track bool) float64 {
 // the additions nor fuses them with the multiplication (there is no x*y+z),
 // so every variant computes the same bits.
 func relaxRow(up, row, dn []float64, j0 int) {
-	n := len(row) - 1
+	if j0 < 1 {
+		return // (never) lets the compiler drop the checks of row[j-1]
+	}
 	up, dn = up[:len(row)], dn[:len(row)]
-	for j := j0; j < n; j += 2 {
+	for j := j0; j < len(row)-1; j += 2 {
 		row[j] = (row[j] + up[j] + dn[j] + row[j-1] + row[j+1]) * 0.2
 	}
 }
@@ -82,9 +84,11 @@ func relaxRow(up, row, dn []float64, j0 int) {
 // The maximum does not depend on the order cells are visited in, so the
 // parallel variants agree with the sequential one on it exactly.
 func relaxRowRes(up, row, dn []float64, j0 int, res float64) float64 {
-	n := len(row) - 1
+	if j0 < 1 {
+		return res
+	}
 	up, dn = up[:len(row)], dn[:len(row)]
-	for j := j0; j < n; j += 2 {
+	for j := j0; j < len(row)-1; j += 2 {
 		old := row[j]
 		v := (old + up[j] + dn[j] + row[j-1] + row[j+1]) * 0.2
 		row[j] = v

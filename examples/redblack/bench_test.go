@@ -1,0 +1,59 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+// benchCase is one contender of BenchmarkRedBlack: a variant and its layout.
+type benchCase struct {
+	name    string
+	variant string
+	ranks   int
+	threads int
+	eps     int
+}
+
+// BenchmarkRedBlack runs every variant on a 2048×2048 grid for a fixed number
+// of iterations on 2 fiber workers, the parallel ones with 4 fibers each:
+// mpi with 4 ranks, hybrid and funneled with 2 processes of 2 fibers,
+// threads with 4 fibers on one grid. ns/iter is the time of one iteration
+// (a red and a black sweep) without the set-up (allocation and
+// initialisation of the grid, start of the fibers); sec/op includes it.
+//
+//	go test -run '^$' -bench BenchmarkRedBlack -count 6 ./examples/redblack
+func BenchmarkRedBlack(b *testing.B) {
+	n, iters := 2048, 40
+	if testing.Short() {
+		n, iters = 256, 10
+	}
+	cases := []benchCase{
+		{"seq", "seq", 1, 1, 1},
+		{"threads", "threads", 1, 4, 1},
+		{"mpi", "mpi", 4, 1, 1},
+		{"hybrid", "hybrid", 2, 2, 2},
+		{"hybrid-1ep", "hybrid", 2, 2, 1},
+		{"funneled", "funneled", 2, 2, 1},
+	}
+	for _, c := range cases {
+		v, err := Lookup(c.variant)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg := Config{Rows: n, Cols: n, Iters: iters, Ranks: c.ranks, Threads: c.threads, Endpoints: c.eps, Workers: 2}
+		b.Run(c.name, func(b *testing.B) {
+			var run time.Duration
+			ops := 0
+			for b.Loop() {
+				r, err := v.Run(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				run += r.Elapsed
+				ops++
+			}
+			b.ReportMetric(float64(run.Nanoseconds())/float64(ops*iters), "ns/iter")
+			b.ReportMetric(float64(ops*iters*n*n)/run.Seconds()/1e6, "Mcells/s")
+		})
+	}
+}
