@@ -325,3 +325,26 @@ func TestFig2NoDeadlock(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxEndpoints(t *testing.T) {
+	p, err := Init(ThreadSingle, Options{Workers: 1, MaxEndpoints: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Finalize()
+	if p.MaxEndpoints() != 3 {
+		t.Fatalf("MaxEndpoints() = %d", p.MaxEndpoints())
+	}
+	if _, err := p.CreateEndpoints(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.CreateEndpoints(2); !errors.Is(err, ErrEndpoints) {
+		t.Fatalf("CreateEndpoints past MaxEndpoints: %v", err)
+	}
+	if _, err := p.CreateEndpoints(1); err != nil {
+		t.Fatalf("the last allowed endpoint: %v", err)
+	}
+	if _, err := p.CreateEndpoints(0); !errors.Is(err, ErrEndpoints) {
+		t.Fatalf("CreateEndpoints(0): %v", err)
+	}
+}

@@ -105,9 +105,9 @@ type Options struct {
 	PayloadSize int
 	// PacketsPerWorker is each worker's share of the packet pool.
 	PacketsPerWorker int
-	// MaxEndpoints bounds the endpoints this process may create (the
-	// MPI_ENDPOINTS attribute of seed 004 §2.2). Zero means
-	// DefaultMaxEndpoints.
+	// MaxEndpoints bounds the endpoints CreateEndpoints may make at this
+	// process, in all (the MPI_ENDPOINTS attribute of seed 004 §2.2); Init's
+	// own endpoint is not counted. Zero means DefaultMaxEndpoints.
 	MaxEndpoints int
 	// Match configures every endpoint's matching table (its size and the
 	// no-wildcard, allow-overtaking hints).
@@ -301,9 +301,11 @@ func (p *Process) newComm(k int) (Comm, error) {
 	if p.finalized.Load() {
 		return Comm{}, ErrFinalized
 	}
-	if len(p.cores)+k > p.opts.MaxEndpoints {
-		return Comm{}, fmt.Errorf("%w: %d more would exceed MaxEndpoints %d (have %d)",
-			ErrEndpoints, k, p.opts.MaxEndpoints, len(p.cores))
+	// Init's own endpoint is not counted: MaxEndpoints bounds the
+	// endpoints CreateEndpoints may add (the MPI_ENDPOINTS attribute).
+	if created := len(p.cores) - len(p.world.Addrs); created+k > p.opts.MaxEndpoints {
+		return Comm{}, fmt.Errorf("%w: %d more would exceed MaxEndpoints %d (created %d)",
+			ErrEndpoints, k, p.opts.MaxEndpoints, created)
 	}
 	c := Comm{Context: p.nextCtx, Addrs: make([]rdma.Addr, k)}
 	for i := range k {
