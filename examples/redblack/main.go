@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,6 +29,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	eps := fs.Int("endpoints", 2, "hybrid: endpoints per process (1 or 2)")
 	workers := fs.Int("workers", 0, "fiber workers, i.e. OS threads (0: GOMAXPROCS)")
 	check := fs.Bool("check", true, "compare every grid with seq's, bit for bit (runs seq too)")
+	repeat := fs.Int("repeat", 1, "run each variant this many times, in rounds, and show the median time")
 	every := fs.Duration("progress", DefaultProgressEvery, "interval of progress lines on stderr during long runs (0: none)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: redblack [flags]\n\nRed-black SOR (seed 004 §4.3) in every variant, checked against the sequential code.\n\nVariants:\n")
@@ -68,6 +70,10 @@ func cli(args []string, stdout, stderr io.Writer) int {
 		}
 		vs = append(vs, v)
 	}
+	if *repeat < 1 {
+		fmt.Fprintf(stderr, "redblack: -repeat %d; need at least 1\n", *repeat)
+		return 2
+	}
 	if *every < 0 {
 		fmt.Fprintf(stderr, "redblack: negative -progress %v\n", *every)
 		return 2
@@ -78,7 +84,6 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	var ref *Result
 	status := 0
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "variant\tlayout\titers\tresidual\ttime/iter\ttotal\tvs seq")
 	runOne := func(v Variant) *Result {
 		c := cfg
 		if *every > 0 {
@@ -99,46 +104,82 @@ func cli(args []string, stdout, stderr io.Writer) int {
 		}
 		return r
 	}
-	report := func(v Variant, r *Result, verdict string) {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.6e\t%v\t%v\t%s\n", v.Name, layout(v.Name, cfg), r.Iters, r.Res,
-			round(r.PerIter()), round(r.Elapsed), verdict)
-	}
 	if *check {
 		seq, _ := Lookup("seq")
 		if ref = runOne(seq); ref == nil {
 			return 1
 		}
 	}
-	for _, v := range vs {
-		r := ref
-		if v.Name != "seq" || ref == nil {
-			if r = runOne(v); r == nil {
-				continue
+	// Rounds run every variant once each, so that a change of the machine's
+	// load affects all of them alike; the table shows the median.
+	type row struct {
+		first   *Result // iterations and residual (its grid is dropped)
+		times   []time.Duration
+		verdict string
+	}
+	rows := make([]row, len(vs))
+	for round := range *repeat {
+		for k, v := range vs {
+			r := ref
+			if v.Name != "seq" || ref == nil || round > 0 {
+				if r = runOne(v); r == nil {
+					continue
+				}
 			}
-		}
-		verdict := "not checked"
-		switch {
-		case ref == nil:
-		case v.Name == "seq":
-			verdict = "reference"
-		case r.Iters != ref.Iters:
-			verdict = fmt.Sprintf("DIFFERS: %d iterations, seq %d", r.Iters, ref.Iters)
-			status = 1
-		default:
-			if err := r.Grid.CheckAgainst(ref.Grid); err != nil {
-				verdict = "DIFFERS: " + strings.TrimPrefix(err.Error(), ErrMismatch.Error()+": ")
-				status = 1
-			} else if math.Float64bits(r.Res) != math.Float64bits(ref.Res) {
-				verdict = fmt.Sprintf("DIFFERS: residual %v, seq %v", r.Res, ref.Res)
-				status = 1
-			} else {
-				verdict = "identical"
+			if verdict := judge(v, r, ref); rows[k].verdict == "" || !strings.HasPrefix(rows[k].verdict, "DIFFERS") {
+				rows[k].verdict = verdict
 			}
+			if strings.HasPrefix(rows[k].verdict, "DIFFERS") {
+				status = 1
+			}
+			if rows[k].first == nil {
+				rows[k].first = &Result{Iters: r.Iters, Res: r.Res}
+			}
+			rows[k].times = append(rows[k].times, r.PerIter())
 		}
-		report(v, r, verdict)
+	}
+	if *repeat > 1 {
+		fmt.Fprintf(tw, "variant\tlayout\titers\tresidual\ttime/iter (median of %d)\tmin\tvs seq\n", *repeat)
+	} else {
+		fmt.Fprintln(tw, "variant\tlayout\titers\tresidual\ttime/iter\tvs seq")
+	}
+	for k, v := range vs {
+		rw := rows[k]
+		if rw.first == nil {
+			continue
+		}
+		slices.Sort(rw.times)
+		med := rw.times[len(rw.times)/2]
+		if len(rw.times)%2 == 0 {
+			med = (rw.times[len(rw.times)/2-1] + med) / 2
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.6e\t%v\t", v.Name, layout(v.Name, cfg), rw.first.Iters, rw.first.Res, round(med))
+		if *repeat > 1 {
+			fmt.Fprintf(tw, "%v\t", round(rw.times[0]))
+		}
+		fmt.Fprintf(tw, "%s\n", rw.verdict)
 	}
 	tw.Flush()
 	return status
+}
+
+// judge compares r, a run of v, with seq's result ref (nil: not checked).
+func judge(v Variant, r, ref *Result) string {
+	switch {
+	case ref == nil:
+		return "not checked"
+	case v.Name == "seq":
+		return "reference"
+	case r.Iters != ref.Iters:
+		return fmt.Sprintf("DIFFERS: %d iterations, seq %d", r.Iters, ref.Iters)
+	}
+	if err := r.Grid.CheckAgainst(ref.Grid); err != nil {
+		return "DIFFERS: " + strings.TrimPrefix(err.Error(), ErrMismatch.Error()+": ")
+	}
+	if math.Float64bits(r.Res) != math.Float64bits(ref.Res) {
+		return fmt.Sprintf("DIFFERS: residual %v, seq %v", r.Res, ref.Res)
+	}
+	return "identical"
 }
 
 // stopRule describes when a run stops.

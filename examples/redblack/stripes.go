@@ -136,16 +136,19 @@ func (r *stripes) thread(f *fiber.Fiber, pr *proc, t int) error {
 			return err
 		}
 	}
-	// The stripe's place in the grid: MPI_Scan of the stripe sizes gives
-	// the last row of this stripe, and so the parity of its rows.
+	// The stripe's place in the grid (seed 004 §4.3.3): MPI_Scan of the
+	// stripe sizes gives the stripe's last row, hence its first row and the
+	// parity of its rows. A stripe's second endpoint adds 0. Without
+	// endpoints (threads) the one stripe is the whole grid.
 	size := pr.last - pr.first + 1
+	last := pr.last
 	if collective {
 		mine := 0
 		if t == 0 {
 			mine = size
 		}
-		last, err := scanSum(c, mine)
-		if err != nil {
+		var err error
+		if last, err = scanSum(c, mine); err != nil {
 			return err
 		}
 		if last != pr.last {
@@ -153,11 +156,7 @@ func (r *stripes) thread(f *fiber.Fiber, pr *proc, t int) error {
 		}
 	}
 	if t == 0 {
-		if E == 0 {
-			pr.s = newSlab(pr.first, pr.last, cfg.Rows, cfg.Cols)
-		} else {
-			pr.s = newSlab(pr.last-size+1, pr.last, cfg.Rows, cfg.Cols)
-		}
+		pr.s = newSlab(last-size+1, last, cfg.Rows, cfg.Cols)
 	}
 	if t > 0 {
 		pr.down[t-1].reader = w
