@@ -23,6 +23,10 @@ const (
 	metaRecv = 1 // the slot's FIFO holds posted receives (else messages)
 	metaMore = 2 // the slot's FIFO has items after the head (side.tail != nil)
 	metaBits = 2
+
+	// metaListed, in the meta of a chain's first bucket, mirrors the
+	// chain's bit in core.listed.
+	metaListed = 1 << 31
 )
 
 // opaque stands for the caller's *M or *R inside the table. The generic

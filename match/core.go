@@ -79,6 +79,13 @@ type core struct {
 	_ cpu.CacheLinePad
 
 	arrivals [stripes]stripe
+
+	// listed has one bit per chain (tables that allow wildcards only): set
+	// before a message may be queued in the chain, cleared by a scan that
+	// finds no message there, both with the chain locked, so that a
+	// wildcard Post scans only chains that may hold messages. Or in list
+	// pairs with the Load in scan as wild's Add and Load do (see list).
+	listed []atomic.Uint64
 }
 
 func (t *core) init(cfg Config) {
@@ -89,11 +96,30 @@ func (t *core) init(cfg Config) {
 	t.cfg = cfg
 	t.wildOK = !(cfg.NoAnySource && cfg.NoAnyTag)
 	t.stamp = !cfg.NoAnyTag && !cfg.AllowOvertaking
+	if t.wildOK {
+		t.listed = make([]atomic.Uint64, (n+63)/64)
+	}
 }
 
 // chain returns the first bucket of k's chain.
 func (t *core) chain(k uint64) *pair {
-	return &t.pairs[(k*t.mul)>>t.shift]
+	return &t.pairs[t.index(k)]
+}
+
+// index returns the number of k's chain.
+func (t *core) index(k uint64) uint { return uint((k * t.mul) >> t.shift) }
+
+// list sets h's bit in listed, if it is not set, with h locked. Arrive calls
+// it before loading wild: a wildcard Post adds to wild before it loads the
+// bits, so either Arrive sees the Post or the Post sees the bit. Once set,
+// the bit stays until a scan, under the same lock, finds no message, so
+// the steady state costs one test of meta.
+func (t *core) list(h *pair, j uint) {
+	if h.b.meta&metaListed != 0 || t.listed == nil {
+		return
+	}
+	h.b.meta |= metaListed
+	t.listed[j/64].Or(1 << (j % 64))
 }
 
 // stripeOf returns the arrival counter for k's (context, source).

@@ -53,13 +53,18 @@
 //     goroutines handling different sources do not share one.
 //
 // While no wildcard receive is posted, Arrive pays one atomic load for
-// wildcard support (the count of posted wildcard receives, read under the
-// bucket lock) and Post pays one load (the epoch). A wildcard Post raises
-// the count before it scans the table, so an arrival either sees the count
-// and takes the slow path, or the scan sees the arrival's message. The
-// wildcard paths serialise on one mutex and a wildcard Post scans every
-// bucket: wildcards cost what MPI queues cost, and only programs using them
-// pay it.
+// wildcard matching (the count of posted wildcard receives, read under the
+// bucket lock) and Post pays one load (the epoch). An arrival that has to
+// queue its message also takes an arrival stamp (one uncontended atomic
+// add, for AnyTag order); NoAnyTag or AllowOvertaking drop it. A wildcard
+// Post raises the count before it scans the table, so an arrival either
+// sees the count and takes the slow path, or the scan sees the arrival's
+// message. The scan visits only chains listed in a bitmap as possibly
+// holding messages (an arrival lists its chain once, under its lock, before
+// reading the count; a scan that finds no message unlists it), so its cost
+// is the table's size / 64 words plus the chains with messages. The
+// wildcard paths serialise on one mutex: wildcards cost about what MPI
+// queues cost, and only programs using them pay it.
 //
 // # Hints
 //

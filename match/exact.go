@@ -4,12 +4,14 @@ package match
 
 // arrive is Table.Arrive on an exact key.
 func (t *core) arrive(k uint64, m *opaque) (*opaque, bool) {
-	h := t.chain(k)
+	j := t.index(k)
+	h := &t.pairs[j]
 	h.b.lock()
+	t.list(h, j) // before the load of wild: see list
 	// wild stays 0 on a table that allows no wildcard: one load either way.
 	if t.wild.Load() != 0 {
 		h.b.unlock()
-		return t.arriveWild(h, k, m)
+		return t.arriveWild(h, j, k, m)
 	}
 	for {
 		p, i, fp, fi := find(h, k)

@@ -1,5 +1,7 @@
 package match
 
+import "math/bits"
+
 // Test hooks.
 
 // newCollide returns a table whose hash sends every key to bucket 0, so
@@ -32,3 +34,13 @@ func (t *Table[M, R]) chainLen() int {
 
 // pendingWild returns the count of posted wildcard receives.
 func (t *Table[M, R]) pendingWild() int64 { return t.c.wild.Load() }
+
+// listedChains returns how many chains are marked as possibly holding
+// messages.
+func (t *Table[M, R]) listedChains() int {
+	n := 0
+	for w := range t.c.listed {
+		n += bits.OnesCount64(t.c.listed[w].Load())
+	}
+	return n
+}

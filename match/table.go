@@ -86,9 +86,10 @@ func (t *Table[M, R]) Arrive(k Key, m *M) (r *R, ok bool, err error) {
 // back.
 //
 // The error is ErrWildcardNotAllowed if k holds a wildcard the Config
-// excludes, ErrNilValue if r is nil. A wildcard Post scans the whole table
-// (like an MPI queue, it is linear in the table's size) and serialises with
-// the other wildcard paths; an exact Post costs what Arrive does.
+// excludes, ErrNilValue if r is nil. A wildcard Post scans every chain that
+// may hold a message (like an MPI queue, it is linear in what is pending)
+// and serialises with the other wildcard paths; an exact Post costs what
+// Arrive does.
 func (t *Table[M, R]) Post(k Key, r *R) (m *M, mk Key, ok bool, err error) {
 	if r == nil {
 		return nil, Key{}, false, ErrNilValue

@@ -152,3 +152,40 @@ func TestInsertEmpty(t *testing.T) {
 		t.Fatal("Empty(Slot{}) = true")
 	}
 }
+
+// TestListed checks the index of chains that may hold messages, which
+// bounds what a wildcard Post scans: arrivals list their chain, a scan that
+// finds no message there unlists it.
+func TestListed(t *testing.T) {
+	tb := newTable(t, Config{})
+	msgs := make([]tmsg, 20)
+	for i := range msgs {
+		msgs[i].key = MustKey(0, int32(i), 0)
+		tb.Arrive(msgs[i].key, &msgs[i])
+	}
+	if n := tb.listedChains(); n == 0 || n > len(msgs) {
+		t.Fatalf("%d chains listed after %d arrivals", n, len(msgs))
+	}
+	for i := range msgs[:10] {
+		tb.Post(msgs[i].key, &trecv{})
+	}
+	if _, _, ok, _ := tb.Probe(MustKey(0, AnySource, AnyTag)); !ok {
+		t.Fatal("wildcard Probe found none of the 10 queued messages")
+	}
+	if n := tb.listedChains(); n == 0 || n > 10 {
+		t.Fatalf("%d chains listed with 10 messages queued", n)
+	}
+	for i := range msgs[10:] {
+		tb.Post(msgs[10+i].key, &trecv{})
+	}
+	if _, _, ok, _ := tb.Probe(MustKey(0, AnySource, AnyTag)); ok {
+		t.Fatal("wildcard Probe found a message in an empty table")
+	}
+	if n := tb.listedChains(); n != 0 {
+		t.Fatalf("%d chains still listed in an empty table", n)
+	}
+	// Tables without wildcards keep no index.
+	if n := newTable(t, Config{NoAnySource: true, NoAnyTag: true}).listedChains(); n != 0 {
+		t.Fatalf("hinted table lists %d chains", n)
+	}
+}

@@ -1,16 +1,19 @@
 package match
 
+import mbits "math/bits"
+
 // The wildcard paths. They are taken only while a wildcard receive is
 // posted (or being posted), and they serialise on wmu: the MPI-queue cost
 // that wildcards have always had, paid only by programs that use them.
 
 // arriveWild is Arrive while wild > 0: the earliest posted matching
 // receive, exact or wildcard, wins; the sequence numbers decide.
-func (t *core) arriveWild(h *pair, k uint64, m *opaque) (*opaque, bool) {
+func (t *core) arriveWild(h *pair, j uint, k uint64, m *opaque) (*opaque, bool) {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	h.b.lock()
 	defer h.b.unlock()
+	t.list(h, j) // a Probe may have cleared it since arrive set it
 
 	p, i, fp, fi := find(h, k)
 	haveExact := false
@@ -61,33 +64,46 @@ type found struct {
 	seq uint64
 }
 
-// scan looks at every chain for the unexpected message that a wildcard
-// receive k should get: the lowest arrival stamp among the matching heads.
+// scan looks at every listed chain (every chain that may hold a message)
+// for the unexpected message that a wildcard receive k should get: the
+// lowest arrival stamp among the matching heads.
 // Stamps count per source stripe, so within one source this is the
 // earliest arrival (non-overtaking); across sources MPI leaves the choice
 // open. Each chain is locked while it is read.
 func (t *core) scan(k Key) (best found, ok bool) {
 	keep := ^k.wildMask()
 	want := k.v & keep
-	for j := range t.pairs {
-		h := &t.pairs[j]
-		h.b.lock()
-		for q := h; q != nil; q = q.b.ovf {
-			for i := 0; i < slots; i++ {
-				if q.recv(i) || q.b.ents[i].key&keep != want || !q.occupied(i) {
-					continue
-				}
-				m := t.head(q, i)
-				if m == nil {
-					continue
-				}
-				if seq := q.s[i].seq; !ok || seq < best.seq {
-					best = found{h: h, p: q, i: i, m: m, key: q.b.ents[i].key, seq: seq}
-					ok = true
+	for w := range t.listed {
+		for bits := t.listed[w].Load(); bits != 0; bits &= bits - 1 {
+			bit := bits & -bits
+			h := &t.pairs[w*64+mbits.TrailingZeros64(bits)]
+			h.b.lock()
+			msgs := false
+			for q := h; q != nil; q = q.b.ovf {
+				for i := 0; i < slots; i++ {
+					if q.recv(i) || !q.occupied(i) {
+						continue
+					}
+					msgs = true
+					if q.b.ents[i].key&keep != want {
+						continue
+					}
+					m := t.head(q, i)
+					if m == nil {
+						continue
+					}
+					if seq := q.s[i].seq; !ok || seq < best.seq {
+						best = found{h: h, p: q, i: i, m: m, key: q.b.ents[i].key, seq: seq}
+						ok = true
+					}
 				}
 			}
+			if !msgs { // nothing for any wildcard here: unlist the chain
+				h.b.meta &^= metaListed
+				t.listed[w].And(^bit)
+			}
+			h.b.unlock()
 		}
-		h.b.unlock()
 	}
 	return best, ok
 }
