@@ -43,7 +43,8 @@ type Comm[T any] struct {
 	c    endpoint.Comm
 	rank int
 	elem datatype.Type
-	size int // bytes per element
+	size int    // bytes per element
+	x    *state // shared by As views: collectives, references, name (state.go)
 }
 
 // World returns the typed view of ep's world communicator, in which the
@@ -70,7 +71,13 @@ func New[T any](ep *endpoint.Endpoint, c endpoint.Comm, rank int) (*Comm[T], err
 }
 
 // As returns a view of the same communicator with element type U.
-func As[U, T any](c *Comm[T]) (*Comm[U], error) { return New[U](c.ep, c.c, c.rank) }
+func As[U, T any](c *Comm[T]) (*Comm[U], error) {
+	u, err := New[U](c.ep, c.c, c.rank)
+	if err == nil {
+		u.x = c.st()
+	}
+	return u, err
+}
 
 // Rank returns the caller's rank.
 func (c *Comm[T]) Rank() int { return c.rank }
@@ -133,7 +140,7 @@ func (c *Comm[T]) Isend(buf []T, dst, tag int) (*Request[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size}, nil
+	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size, hold: c.hold()}, nil
 }
 
 // Issend is Isend in synchronous mode.
@@ -142,7 +149,7 @@ func (c *Comm[T]) Issend(buf []T, dst, tag int) (*Request[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size}, nil
+	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size, hold: c.hold()}, nil
 }
 
 // Irecv posts a receive into buf. buf must not be touched until the request
@@ -152,7 +159,7 @@ func (c *Comm[T]) Irecv(buf []T, src, tag int) (*Request[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size}, nil
+	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size, hold: c.hold()}, nil
 }
 
 // Iprobe reports whether a message from src with tag has arrived, and its
@@ -202,7 +209,7 @@ func (c *Comm[T]) IsendLayout(buf []T, count int, dt datatype.Type, dst, tag int
 	if err != nil {
 		return nil, err
 	}
-	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size}, nil
+	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size, hold: c.hold()}, nil
 }
 
 // IrecvLayout posts a receive into count instances of dt in buf; the data
@@ -218,7 +225,7 @@ func (c *Comm[T]) IrecvLayout(buf []T, count int, dt datatype.Type, src, tag int
 		if err != nil {
 			return nil, err
 		}
-		return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size}, nil
+		return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size, hold: c.hold()}, nil
 	}
 	n, err := datatype.PackedSize(count, dt)
 	if err != nil {
@@ -233,7 +240,7 @@ func (c *Comm[T]) IrecvLayout(buf []T, count int, dt datatype.Type, src, tag int
 		return nil, err
 	}
 	dst := datatype.Bytes(buf)
-	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size, unpack: func(got int) error {
+	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size, hold: c.hold(), unpack: func(got int) error {
 		// A shorter message fills the layout's first got bytes.
 		u, err := datatype.NewUnpacker(dst, count, dt)
 		if err != nil {

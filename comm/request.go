@@ -16,6 +16,7 @@ type Request[T any] struct {
 	w      *fiber.Waiter
 	size   int
 	unpack func(got int) error // for a derived-layout receive
+	hold   *state              // keeps a freed communicator's context until finish (state.go)
 
 	finished bool
 	st       Status
@@ -25,6 +26,8 @@ type Request[T any] struct {
 func (q *Request[T]) finish() Status {
 	if !q.finished {
 		q.finished = true
+		q.hold.release()
+		q.hold = nil
 		q.st = statusOf(q.r.Status(), q.size)
 		if q.unpack != nil && !errors.Is(q.st.Err, endpoint.ErrCancelled) {
 			if err := q.unpack(q.st.Bytes); err != nil && q.st.Err == nil {

@@ -1,0 +1,292 @@
+package comm
+
+import "fmt"
+
+// Collectives. Every rank of the communicator calls the same collectives
+// in the same order, with consistent arguments (the same root, matching
+// counts), as in MPI. Each blocking collective is its nonblocking I-form
+// followed by Wait; the I-forms return a *CollRequest.
+//
+// Arguments a rank can check alone (a root out of range, a buffer whose
+// length does not fit the counts and the communicator's size, a zero or
+// non-commutative Op where a commutative one is needed, overlapping
+// buffers) give an error before anything is sent; that rank then does not
+// take part, and the other ranks wait for it as they would for a rank that
+// never called. Arguments only the ranks together could check (counts
+// that differ between ranks) show up as a *MismatchError (or a
+// truncation) at a receiving rank; the collective still runs to its end
+// on every rank, sending what each rank has, so nobody is left waiting,
+// and the results are undefined.
+
+// checkRoot validates a root rank.
+func checkRoot(root, p int) error {
+	if root < 0 || root >= p {
+		return fmt.Errorf("%w: root %d of a communicator of %d", ErrRoot, root, p)
+	}
+	return nil
+}
+
+func checkLen(arg string, have, want int) error {
+	if have != want {
+		return &CountError{Arg: arg, Have: have, Want: want}
+	}
+	return nil
+}
+
+func checkOp[T any](op Op[T]) error {
+	if !op.valid() {
+		return ErrOp
+	}
+	return nil
+}
+
+func checkDisjoint[T any](a, c []T) error {
+	if _, partial := overlap(a, c); partial {
+		return ErrOverlap
+	}
+	return nil
+}
+
+// checkV validates counts and displacements against a buffer of n elements.
+func checkV(arg string, counts, displs []int, p, n int) error {
+	if len(counts) != p {
+		return &CountError{Arg: arg + " counts", Have: len(counts), Want: p}
+	}
+	if len(displs) != p {
+		return &CountError{Arg: arg + " displacements", Have: len(displs), Want: p}
+	}
+	for i := range p {
+		if counts[i] < 0 || displs[i] < 0 || displs[i]+counts[i] > n {
+			return fmt.Errorf("%w: %s block %d (displacement %d, count %d) outside a buffer of %d",
+				ErrCount, arg, i, displs[i], counts[i], n)
+		}
+	}
+	return nil
+}
+
+// launch builds a collective's schedule and runs it (blocking) or starts
+// it (nonblocking, holding a reference to the communicator until done).
+func (c *Comm[T]) launch(nb bool, check func() error, build func(s *sched)) (*CollRequest, error) {
+	st, err := c.live()
+	if err != nil {
+		return nil, err
+	}
+	if err := check(); err != nil {
+		return nil, err
+	}
+	s := newSched(&st.coll)
+	build(s)
+	if !nb {
+		return nil, s.run()
+	}
+	q := &CollRequest{s: s}
+	if st.owned {
+		st.refs.Add(1)
+		q.st = st
+	}
+	s.start()
+	return q, nil
+}
+
+func noCheck() error { return nil }
+
+// Barrier returns once every rank has called it (dissemination algorithm,
+// ⌈log2 p⌉ rounds).
+func (c *Comm[T]) Barrier() error {
+	_, err := c.launch(false, noCheck, buildBarrier)
+	return err
+}
+
+// Ibarrier starts a barrier.
+func (c *Comm[T]) Ibarrier() (*CollRequest, error) {
+	return c.launch(true, noCheck, buildBarrier)
+}
+
+// Bcast copies root's buf into every rank's buf (binomial tree). Every
+// rank's buf has the same length.
+func (c *Comm[T]) Bcast(buf []T, root int) error {
+	_, err := c.bcast(false, buf, root)
+	return err
+}
+
+// Ibcast starts a Bcast; buf must not be touched until it completes.
+func (c *Comm[T]) Ibcast(buf []T, root int) (*CollRequest, error) { return c.bcast(true, buf, root) }
+
+func (c *Comm[T]) bcast(nb bool, buf []T, root int) (*CollRequest, error) {
+	return c.launch(nb, func() error { return checkRoot(root, c.Size()) },
+		func(s *sched) { buildBcast(s, buf, root) })
+}
+
+// Reduce combines every rank's send with op into root's recv (binomial
+// tree). recv is used at root only (len(send) elements; nil elsewhere is
+// fine); send and recv may be the same slice.
+func (c *Comm[T]) Reduce(send, recv []T, op Op[T], root int) error {
+	_, err := c.reduce(false, send, recv, op, root)
+	return err
+}
+
+// Ireduce starts a Reduce.
+func (c *Comm[T]) Ireduce(send, recv []T, op Op[T], root int) (*CollRequest, error) {
+	return c.reduce(true, send, recv, op, root)
+}
+
+func (c *Comm[T]) reduce(nb bool, send, recv []T, op Op[T], root int) (*CollRequest, error) {
+	return c.launch(nb, func() error {
+		if err := checkRoot(root, c.Size()); err != nil {
+			return err
+		}
+		if err := checkOp(op); err != nil {
+			return err
+		}
+		if c.rank == root {
+			if err := checkLen("Reduce recv", len(recv), len(send)); err != nil {
+				return err
+			}
+			return checkDisjoint(send, recv)
+		}
+		return nil
+	}, func(s *sched) { buildReduce(s, send, recv, op, root) })
+}
+
+// Allreduce combines every rank's send with op into every rank's recv
+// (recursive doubling; ring reduce-scatter and allgather for vectors of 64
+// KiB and more with a commutative op). send and recv have the same length
+// and may be the same slice.
+func (c *Comm[T]) Allreduce(send, recv []T, op Op[T]) error {
+	_, err := c.allreduce(false, send, recv, op)
+	return err
+}
+
+// Iallreduce starts an Allreduce.
+func (c *Comm[T]) Iallreduce(send, recv []T, op Op[T]) (*CollRequest, error) {
+	return c.allreduce(true, send, recv, op)
+}
+
+func (c *Comm[T]) allreduce(nb bool, send, recv []T, op Op[T]) (*CollRequest, error) {
+	return c.launch(nb, func() error { return checkReduceArgs(send, recv, op, "Allreduce") },
+		func(s *sched) { buildAllreduce(s, send, recv, op) })
+}
+
+func checkReduceArgs[T any](send, recv []T, op Op[T], name string) error {
+	if err := checkOp(op); err != nil {
+		return err
+	}
+	if err := checkLen(name+" recv", len(recv), len(send)); err != nil {
+		return err
+	}
+	return checkDisjoint(send, recv)
+}
+
+// Scan sets rank r's recv to send₀ ∘ send₁ ∘ … ∘ send_r (inclusive
+// prefix, recursive doubling). send and recv may be the same slice.
+func (c *Comm[T]) Scan(send, recv []T, op Op[T]) error {
+	_, err := c.scan(false, send, recv, op, false)
+	return err
+}
+
+// Iscan starts a Scan.
+func (c *Comm[T]) Iscan(send, recv []T, op Op[T]) (*CollRequest, error) {
+	return c.scan(true, send, recv, op, false)
+}
+
+// Exscan sets rank r's recv to send₀ ∘ … ∘ send_{r−1} (exclusive prefix);
+// rank 0's recv is left as it was.
+func (c *Comm[T]) Exscan(send, recv []T, op Op[T]) error {
+	_, err := c.scan(false, send, recv, op, true)
+	return err
+}
+
+// Iexscan starts an Exscan.
+func (c *Comm[T]) Iexscan(send, recv []T, op Op[T]) (*CollRequest, error) {
+	return c.scan(true, send, recv, op, true)
+}
+
+func (c *Comm[T]) scan(nb bool, send, recv []T, op Op[T], ex bool) (*CollRequest, error) {
+	return c.launch(nb, func() error { return checkReduceArgs(send, recv, op, "Scan") },
+		func(s *sched) { buildScan(s, send, recv, op, ex) })
+}
+
+// ReduceScatterBlock combines every rank's send (Size()·n elements) with op
+// and leaves block r (elements r·n to (r+1)·n) in rank r's recv (n
+// elements). A commutative op runs a ring; a non-commutative one a Reduce
+// then a Scatter.
+func (c *Comm[T]) ReduceScatterBlock(send, recv []T, op Op[T]) error {
+	_, err := c.reduceScatterBlock(false, send, recv, op)
+	return err
+}
+
+// IreduceScatterBlock starts a ReduceScatterBlock.
+func (c *Comm[T]) IreduceScatterBlock(send, recv []T, op Op[T]) (*CollRequest, error) {
+	return c.reduceScatterBlock(true, send, recv, op)
+}
+
+func (c *Comm[T]) reduceScatterBlock(nb bool, send, recv []T, op Op[T]) (*CollRequest, error) {
+	p := c.Size()
+	return c.launch(nb, func() error {
+		if err := checkOp(op); err != nil {
+			return err
+		}
+		if err := checkLen("ReduceScatterBlock send", len(send), p*len(recv)); err != nil {
+			return err
+		}
+		return checkDisjoint(send, recv)
+	}, func(s *sched) {
+		if op.commutative {
+			buildRingReduceScatter(s, send, recv, op)
+			return
+		}
+		n := len(recv)
+		counts, displs := make([]int, p), make([]int, p)
+		for i := range p {
+			counts[i], displs[i] = n, i*n
+		}
+		buildReduceScatterV(s, send, recv, counts, displs, op)
+	})
+}
+
+// ReduceScatter combines every rank's send (sum of counts elements) with
+// op and leaves rank r's block (counts[r] elements, after those of lower
+// ranks) in its recv. It runs a Reduce to rank 0 then a Scatterv.
+func (c *Comm[T]) ReduceScatter(send, recv []T, counts []int, op Op[T]) error {
+	_, err := c.reduceScatter(false, send, recv, counts, op)
+	return err
+}
+
+// IreduceScatter starts a ReduceScatter.
+func (c *Comm[T]) IreduceScatter(send, recv []T, counts []int, op Op[T]) (*CollRequest, error) {
+	return c.reduceScatter(true, send, recv, counts, op)
+}
+
+func (c *Comm[T]) reduceScatter(nb bool, send, recv []T, counts []int, op Op[T]) (*CollRequest, error) {
+	p := c.Size()
+	displs := make([]int, len(counts))
+	total := 0
+	for i, n := range counts {
+		displs[i] = total
+		total += n
+	}
+	return c.launch(nb, func() error {
+		if err := checkOp(op); err != nil {
+			return err
+		}
+		if err := checkV("ReduceScatter", counts, displs, p, total); err != nil {
+			return err
+		}
+		if err := checkLen("ReduceScatter send", len(send), total); err != nil {
+			return err
+		}
+		if err := checkLen("ReduceScatter recv", len(recv), counts[c.rank]); err != nil {
+			return err
+		}
+		return checkDisjoint(send, recv)
+	}, func(s *sched) { buildReduceScatterV(s, send, recv, counts, displs, op) })
+}
+
+func buildReduceScatterV[T any](s *sched, send, recv []T, counts, displs []int, op Op[T]) {
+	var all []T
+	if s.x.rank == 0 {
+		all = make([]T, len(send))
+	}
+	buildReduce(s, send, all, op, 0)
+	buildScatterv(s, all, counts, displs, recv, 0)
+}

@@ -1,0 +1,364 @@
+package comm
+
+import (
+	"unsafe"
+
+	"github.com/fibermpi/fibermpi/datatype"
+)
+
+// This file builds the schedules of the collectives: each function appends
+// one algorithm's rounds for the calling rank to s. They assume validated
+// arguments. p is the communicator's size, r the caller's rank.
+
+// Size thresholds (bytes of one rank's vector) between algorithms.
+const (
+	ringAllreduceMin  = 64 << 10 // ring reduce-scatter + allgather at and above
+	bruckAllgatherMax = 64 << 10 // Bruck below (total gathered bytes), ring above
+	alltoallBurstMax  = 1 << 10  // every message at once below (per block), pairwise above
+)
+
+func b[T any](s []T) []byte { return datatype.Bytes(s) }
+
+func one(peer int, buf []byte) []xfer { return []xfer{{peer: peer, buf: buf}} }
+
+// overlap reports whether a and b share memory, and whether they are the
+// same slice (in place).
+func overlap[T any](a, c []T) (same, partial bool) {
+	if len(a) == 0 || len(c) == 0 {
+		return false, false
+	}
+	// Safety: the addresses are only compared, never dereferenced.
+	pa, pc := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(c)))
+	sz := unsafe.Sizeof(a[0])
+	ea, ec := pa+uintptr(len(a))*sz, pc+uintptr(len(c))*sz
+	if pa == pc && len(a) == len(c) {
+		return true, false
+	}
+	return false, pa < ec && pc < ea
+}
+
+// barrier: dissemination, ⌈log2 p⌉ rounds of one empty message each way.
+func buildBarrier(s *sched) {
+	p, r := s.x.size(), s.x.rank
+	for k := 1; k < p; k <<= 1 {
+		s.add(one((r-k+p)%p, nil), one((r+k)%p, nil), nil)
+	}
+}
+
+// bcast: binomial tree rooted at root.
+func buildBcast[T any](s *sched, buf []T, root int) {
+	p, r := s.x.size(), s.x.rank
+	rel := (r - root + p) % p
+	mask := 1
+	for ; mask < p; mask <<= 1 {
+		if rel&mask != 0 {
+			s.add(one((rel-mask+root)%p, b(buf)), nil, nil)
+			break
+		}
+	}
+	var sends []xfer
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if rel+mask < p {
+			sends = append(sends, xfer{peer: (rel + mask + root) % p, buf: b(buf)})
+		}
+	}
+	if len(sends) > 0 {
+		s.add(nil, sends, nil)
+	}
+}
+
+// reduce: binomial tree. A commutative op uses a tree rooted at root; a
+// non-commutative one a tree rooted at 0 (each subtree is a run of
+// consecutive ranks, combined lower-left), then 0 sends to root. recv is
+// written at root only.
+func buildReduce[T any](s *sched, send, recv []T, op Op[T], root int) {
+	p, r := s.x.size(), s.x.rank
+	n := len(send)
+	acc := make([]T, n)
+	copy(acc, send)
+	top := root
+	if !op.commutative {
+		top = 0
+	}
+	rel := (r - top + p) % p
+	tmp := make([]T, n)
+	for mask := 1; mask < p; mask <<= 1 {
+		if rel&mask != 0 {
+			s.add(nil, one((rel&^mask+top)%p, b(acc)), nil)
+			break
+		}
+		if src := rel | mask; src < p {
+			s.add(one((src+top)%p, b(tmp)), nil, func() {
+				op.fn(acc, tmp) // acc holds lower ranks than tmp
+				copy(acc, tmp)
+			})
+		}
+	}
+	switch {
+	case top == root && r == root:
+		s.local(func() { copy(recv, acc) })
+	case r == top:
+		s.add(nil, one(root, b(acc)), nil)
+	case r == root:
+		s.add(one(top, b(recv)), nil, nil)
+	}
+}
+
+// allreduce: recursive doubling, with the ranks beyond the largest power
+// of two folded into their neighbours first (any p, any op); for large
+// vectors and a commutative op, a ring reduce-scatter then ring allgather.
+func buildAllreduce[T any](s *sched, send, recv []T, op Op[T]) {
+	p := s.x.size()
+	n := len(send)
+	if same, _ := overlap(send, recv); !same {
+		s.local(func() { copy(recv, send) })
+	}
+	if p == 1 {
+		return
+	}
+	if op.commutative && n >= p && n*int(unsafe.Sizeof(*new(T))) >= ringAllreduceMin {
+		buildRingAllreduce(s, recv, op)
+		return
+	}
+	buildRecDoubling(s, recv, op)
+}
+
+func buildRecDoubling[T any](s *sched, acc []T, op Op[T]) {
+	p, r := s.x.size(), s.x.rank
+	tmp := make([]T, len(acc))
+	pof2 := 1
+	for pof2*2 <= p {
+		pof2 *= 2
+	}
+	rem := p - pof2
+	newrank := r - rem
+	if r < 2*rem {
+		if r%2 == 0 {
+			s.add(nil, one(r+1, b(acc)), nil)
+			newrank = -1
+		} else {
+			s.add(one(r-1, b(tmp)), nil, func() { op.fn(tmp, acc) })
+			newrank = r / 2
+		}
+	}
+	if newrank >= 0 {
+		for mask := 1; mask < pof2; mask <<= 1 {
+			nd := newrank ^ mask
+			dst := nd + rem
+			if nd < rem {
+				dst = nd*2 + 1
+			}
+			s.add(one(dst, b(tmp)), one(dst, b(acc)), func() {
+				if dst < r {
+					op.fn(tmp, acc)
+				} else {
+					op.fn(acc, tmp)
+					copy(acc, tmp)
+				}
+			})
+		}
+	}
+	if r < 2*rem {
+		if r%2 == 0 {
+			s.add(one(r+1, b(acc)), nil, nil)
+		} else {
+			s.add(nil, one(r-1, b(acc)), nil)
+		}
+	}
+}
+
+// chunk returns the bounds of chunk i of n elements cut into p chunks.
+func chunk(n, p, i int) (lo, hi int) {
+	q, m := n/p, n%p
+	lo = i*q + min(i, m)
+	hi = lo + q
+	if i < m {
+		hi++
+	}
+	return lo, hi
+}
+
+func buildRingAllreduce[T any](s *sched, acc []T, op Op[T]) {
+	p, r := s.x.size(), s.x.rank
+	n := len(acc)
+	next, prev := (r+1)%p, (r-1+p)%p
+	lo0, hi0 := chunk(n, p, 0)
+	tmp := make([]T, hi0-lo0)
+	// Reduce-scatter: after p−1 steps rank r holds chunk r+1 complete.
+	for k := range p - 1 {
+		slo, shi := chunk(n, p, (r-k+p)%p)
+		rlo, rhi := chunk(n, p, (r-k-1+2*p)%p)
+		in := tmp[:rhi-rlo]
+		s.add(one(prev, b(in)), one(next, b(acc[slo:shi])), func() { op.fn(in, acc[rlo:rhi]) })
+	}
+	// Allgather the complete chunks around the ring.
+	for k := range p - 1 {
+		slo, shi := chunk(n, p, (r+1-k+p)%p)
+		rlo, rhi := chunk(n, p, (r-k+p)%p)
+		s.add(one(prev, b(acc[rlo:rhi])), one(next, b(acc[slo:shi])), nil)
+	}
+}
+
+// scan: recursive doubling (inclusive, any p, any op).
+func buildScan[T any](s *sched, send, recv []T, op Op[T], exclusive bool) {
+	p, r := s.x.size(), s.x.rank
+	n := len(send)
+	partial := make([]T, n)
+	copy(partial, send)
+	if !exclusive {
+		if same, _ := overlap(send, recv); !same {
+			s.local(func() { copy(recv, send) })
+		}
+	}
+	tmp := make([]T, n)
+	have := false // exclusive: recv holds something
+	for mask := 1; mask < p; mask <<= 1 {
+		dst := r ^ mask
+		if dst >= p {
+			continue
+		}
+		s.add(one(dst, b(tmp)), one(dst, b(partial)), func() {
+			if dst < r {
+				switch {
+				case !exclusive:
+					op.fn(tmp, recv)
+				case !have:
+					copy(recv, tmp)
+					have = true
+				default:
+					op.fn(tmp, recv)
+				}
+				op.fn(tmp, partial)
+			} else {
+				op.fn(partial, tmp)
+				copy(partial, tmp)
+			}
+		})
+	}
+}
+
+// gather: every rank sends to root, which receives into place.
+func buildGatherv[T any](s *sched, send, recv []T, counts, displs []int, root int) {
+	p, r := s.x.size(), s.x.rank
+	if r != root {
+		s.add(nil, one(root, b(send)), nil)
+		return
+	}
+	var recvs []xfer
+	for i := range p {
+		dst := recv[displs[i] : displs[i]+counts[i]]
+		if i == r {
+			if same, _ := overlap(send, dst); !same {
+				s.local(func() { copy(dst, send) })
+			}
+			continue
+		}
+		recvs = append(recvs, xfer{peer: i, buf: b(dst)})
+	}
+	if len(recvs) > 0 {
+		s.add(recvs, nil, nil)
+	}
+}
+
+// scatter: root sends every rank its part.
+func buildScatterv[T any](s *sched, send []T, counts, displs []int, recv []T, root int) {
+	p, r := s.x.size(), s.x.rank
+	if r != root {
+		s.add(one(root, b(recv)), nil, nil)
+		return
+	}
+	var sends []xfer
+	for i := range p {
+		src := send[displs[i] : displs[i]+counts[i]]
+		if i == r {
+			if same, _ := overlap(src, recv); !same {
+				// After the rounds before (a Reduce that fills send).
+				s.local(func() { copy(recv, src) })
+			}
+			continue
+		}
+		sends = append(sends, xfer{peer: i, buf: b(src)})
+	}
+	if len(sends) > 0 {
+		s.add(nil, sends, nil)
+	}
+}
+
+// allgather: Bruck for small totals (⌈log2 p⌉ rounds, any p), ring for
+// large ones.
+func buildAllgather[T any](s *sched, send, recv []T) {
+	p, r := s.x.size(), s.x.rank
+	n := len(send)
+	if n*p*int(unsafe.Sizeof(*new(T))) < bruckAllgatherMax {
+		tmp := make([]T, n*p)
+		copy(tmp, send)
+		for k := 1; k < p; k <<= 1 {
+			cnt := min(k, p-k)
+			s.add(one((r+k)%p, b(tmp[k*n:(k+cnt)*n])), one((r-k+p)%p, b(tmp[:cnt*n])), nil)
+		}
+		s.local(func() {
+			for i := range p {
+				j := (r + i) % p
+				copy(recv[j*n:(j+1)*n], tmp[i*n:(i+1)*n])
+			}
+		})
+		return
+	}
+	counts, displs := make([]int, p), make([]int, p)
+	for i := range p {
+		counts[i], displs[i] = n, i*n
+	}
+	buildRingAllgatherv(s, send, recv, counts, displs)
+}
+
+func buildRingAllgatherv[T any](s *sched, send, recv []T, counts, displs []int) {
+	p, r := s.x.size(), s.x.rank
+	own := recv[displs[r] : displs[r]+counts[r]]
+	if same, _ := overlap(send, own); !same {
+		copy(own, send)
+	}
+	next, prev := (r+1)%p, (r-1+p)%p
+	for k := range p - 1 {
+		sb, rb := (r-k+p)%p, (r-k-1+2*p)%p
+		s.add(one(prev, b(recv[displs[rb]:displs[rb]+counts[rb]])),
+			one(next, b(recv[displs[sb]:displs[sb]+counts[sb]])), nil)
+	}
+}
+
+// alltoallv: own block copied; small blocks all at once, larger ones
+// pairwise (round i: send to r+i, receive from r−i).
+func buildAlltoallv[T any](s *sched, send []T, scounts, sdispls []int, recv []T, rcounts, rdispls []int, burst bool) {
+	p, r := s.x.size(), s.x.rank
+	copy(recv[rdispls[r]:rdispls[r]+rcounts[r]], send[sdispls[r]:sdispls[r]+scounts[r]])
+	var recvs, sends []xfer
+	for i := 1; i < p; i++ {
+		to, from := (r+i)%p, (r-i+p)%p
+		rx := xfer{peer: from, buf: b(recv[rdispls[from] : rdispls[from]+rcounts[from]])}
+		tx := xfer{peer: to, buf: b(send[sdispls[to] : sdispls[to]+scounts[to]])}
+		if burst {
+			recvs, sends = append(recvs, rx), append(sends, tx)
+			continue
+		}
+		s.add([]xfer{rx}, []xfer{tx}, nil)
+	}
+	if burst && p > 1 {
+		s.add(recvs, sends, nil)
+	}
+}
+
+// reduceScatterBlock with a commutative op: a ring in which rank r ends
+// with block r complete.
+func buildRingReduceScatter[T any](s *sched, send, recv []T, op Op[T]) {
+	p, r := s.x.size(), s.x.rank
+	n := len(recv)
+	acc := make([]T, len(send))
+	copy(acc, send)
+	tmp := make([]T, n)
+	next, prev := (r+1)%p, (r-1+p)%p
+	for k := range p - 1 {
+		sb, rb := (r-1-k+2*p)%p, (r-2-k+3*p)%p
+		blk := acc[rb*n : (rb+1)*n]
+		s.add(one(prev, b(tmp)), one(next, b(acc[sb*n:(sb+1)*n])), func() { op.fn(tmp, blk) })
+	}
+	s.local(func() { copy(recv, acc[r*n:(r+1)*n]) })
+}

@@ -1,0 +1,177 @@
+package comm
+
+import "cmp"
+
+// Integer is the constraint of the bitwise operations.
+type Integer interface {
+	~int | ~int8 | ~int16 | ~int32 | ~int64 |
+		~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr
+}
+
+// Number is the constraint of Sum and Prod.
+type Number interface {
+	Integer | ~float32 | ~float64 | ~complex64 | ~complex128
+}
+
+// Op is a reduction operation on elements of type T, for Reduce,
+// Allreduce, Scan, Exscan and ReduceScatter. Its function combines two
+// vectors element by element as MPI's user functions do:
+//
+//	inout[i] = in[i] ∘ inout[i]
+//
+// where in holds the contribution of lower ranks and inout that of higher
+// ranks. The operation must be associative; a non-commutative one (Commutative
+// false) is applied in rank order, which rules out the ring algorithms and
+// costs a little more. Make one with NewOp or take a predefined one (Sum,
+// Min, MinLoc, ...). The zero Op is invalid.
+type Op[T any] struct {
+	name        string
+	fn          func(in, inout []T)
+	commutative bool
+}
+
+// NewOp returns a user operation named name. fn gets slices of equal
+// length and must set inout[i] = in[i] ∘ inout[i]; it must not keep them.
+// commutative says whether ∘ is commutative.
+func NewOp[T any](name string, fn func(in, inout []T), commutative bool) Op[T] {
+	return Op[T]{name: name, fn: fn, commutative: commutative}
+}
+
+// Name returns the operation's name.
+func (o Op[T]) Name() string { return o.name }
+
+// Commutative reports whether the operation is commutative.
+func (o Op[T]) Commutative() bool { return o.commutative }
+
+// Apply sets inout[i] = in[i] ∘ inout[i] for the first min(len) elements.
+func (o Op[T]) Apply(in, inout []T) {
+	n := min(len(in), len(inout))
+	o.fn(in[:n], inout[:n])
+}
+
+// valid reports whether o was made by NewOp or a predefined constructor.
+func (o Op[T]) valid() bool { return o.fn != nil }
+
+// Sum adds.
+func Sum[T Number]() Op[T] {
+	return Op[T]{name: "sum", commutative: true, fn: func(in, inout []T) {
+		for i := range inout {
+			inout[i] = in[i] + inout[i]
+		}
+	}}
+}
+
+// Prod multiplies.
+func Prod[T Number]() Op[T] {
+	return Op[T]{name: "prod", commutative: true, fn: func(in, inout []T) {
+		for i := range inout {
+			inout[i] = in[i] * inout[i]
+		}
+	}}
+}
+
+// Min takes the minimum (NaNs as the built-in min does).
+func Min[T cmp.Ordered]() Op[T] {
+	return Op[T]{name: "min", commutative: true, fn: func(in, inout []T) {
+		for i := range inout {
+			inout[i] = min(in[i], inout[i])
+		}
+	}}
+}
+
+// Max takes the maximum (NaNs as the built-in max does).
+func Max[T cmp.Ordered]() Op[T] {
+	return Op[T]{name: "max", commutative: true, fn: func(in, inout []T) {
+		for i := range inout {
+			inout[i] = max(in[i], inout[i])
+		}
+	}}
+}
+
+// Land is logical and. (MPI also allows it on integers, as non-zero means
+// true; in Go use a bool type, or Band on 0/1 integers.)
+func Land[T ~bool]() Op[T] {
+	return Op[T]{name: "land", commutative: true, fn: func(in, inout []T) {
+		for i := range inout {
+			inout[i] = in[i] && inout[i]
+		}
+	}}
+}
+
+// Lor is logical or.
+func Lor[T ~bool]() Op[T] {
+	return Op[T]{name: "lor", commutative: true, fn: func(in, inout []T) {
+		for i := range inout {
+			inout[i] = in[i] || inout[i]
+		}
+	}}
+}
+
+// Lxor is logical exclusive or.
+func Lxor[T ~bool]() Op[T] {
+	return Op[T]{name: "lxor", commutative: true, fn: func(in, inout []T) {
+		for i := range inout {
+			inout[i] = in[i] != inout[i]
+		}
+	}}
+}
+
+// Band is bitwise and.
+func Band[T Integer]() Op[T] {
+	return Op[T]{name: "band", commutative: true, fn: func(in, inout []T) {
+		for i := range inout {
+			inout[i] = in[i] & inout[i]
+		}
+	}}
+}
+
+// Bor is bitwise or.
+func Bor[T Integer]() Op[T] {
+	return Op[T]{name: "bor", commutative: true, fn: func(in, inout []T) {
+		for i := range inout {
+			inout[i] = in[i] | inout[i]
+		}
+	}}
+}
+
+// Bxor is bitwise exclusive or.
+func Bxor[T Integer]() Op[T] {
+	return Op[T]{name: "bxor", commutative: true, fn: func(in, inout []T) {
+		for i := range inout {
+			inout[i] = in[i] ^ inout[i]
+		}
+	}}
+}
+
+// ValueIndex is the element type of MinLoc and MaxLoc: a value and where
+// it came from (typically a rank or an index), as MPI's pair types.
+type ValueIndex[V cmp.Ordered] struct {
+	Value V
+	Index int
+}
+
+// MinLoc takes the smallest value and its index; among equal values, the
+// smallest index.
+func MinLoc[V cmp.Ordered]() Op[ValueIndex[V]] {
+	return Op[ValueIndex[V]]{name: "minloc", commutative: true, fn: func(in, inout []ValueIndex[V]) {
+		for i := range inout {
+			a, b := in[i], inout[i]
+			if c := cmp.Compare(a.Value, b.Value); c < 0 || c == 0 && a.Index < b.Index {
+				inout[i] = a
+			}
+		}
+	}}
+}
+
+// MaxLoc takes the largest value and its index; among equal values, the
+// smallest index.
+func MaxLoc[V cmp.Ordered]() Op[ValueIndex[V]] {
+	return Op[ValueIndex[V]]{name: "maxloc", commutative: true, fn: func(in, inout []ValueIndex[V]) {
+		for i := range inout {
+			a, b := in[i], inout[i]
+			if c := cmp.Compare(a.Value, b.Value); c > 0 || c == 0 && a.Index < b.Index {
+				inout[i] = a
+			}
+		}
+	}}
+}

@@ -1,0 +1,353 @@
+package comm
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/fibermpi/fibermpi/endpoint"
+	"github.com/fibermpi/fibermpi/fiber"
+)
+
+// Errors of collectives and communicator management.
+var (
+	// ErrRoot is returned when a root rank is outside the communicator.
+	ErrRoot = errors.New("comm: root out of range")
+	// ErrCount is matched by a *CountError: a buffer's length does not
+	// fit the counts and the communicator's size.
+	ErrCount = errors.New("comm: buffer length inconsistent with counts")
+	// ErrMismatch is matched by a *MismatchError: a collective message had
+	// a different size than this rank expected, because ranks passed
+	// inconsistent counts.
+	ErrMismatch = errors.New("comm: ranks disagree on a collective's sizes")
+	// ErrNotCommutative is returned for a non-commutative operation where
+	// the call requires a commutative one.
+	ErrNotCommutative = errors.New("comm: operation is not commutative")
+	// ErrOp is returned for the zero Op.
+	ErrOp = errors.New("comm: invalid operation (zero Op)")
+	// ErrOverlap is returned when a send and a receive buffer overlap
+	// without being the same slice (the same slice means in place).
+	ErrOverlap = errors.New("comm: send and receive buffers overlap")
+	// ErrFreed is returned by calls on a freed communicator.
+	ErrFreed = errors.New("comm: communicator freed")
+	// ErrNotFreeable is returned by Free on a world or other communicator
+	// this package did not create.
+	ErrNotFreeable = errors.New("comm: communicator not created by Dup, Split or Create")
+	// ErrGroup is returned for a group rank out of range or repeated, or a
+	// group that is not a subset of the communicator.
+	ErrGroup = errors.New("comm: bad group")
+)
+
+// CountError reports a buffer whose length does not fit the counts.
+type CountError struct {
+	Arg        string // which buffer or count
+	Have, Want int
+}
+
+func (e *CountError) Error() string {
+	return fmt.Sprintf("comm: %s has %d elements, want %d", e.Arg, e.Have, e.Want)
+}
+
+// Is makes errors.Is(err, ErrCount) true.
+func (e *CountError) Is(target error) bool { return target == ErrCount }
+
+// MismatchError reports a collective message from Peer of Got bytes where
+// this rank expected Want: the ranks passed inconsistent counts.
+type MismatchError struct {
+	Peer      int
+	Want, Got int
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("comm: collective message from rank %d has %d bytes, this rank expected %d (inconsistent counts)", e.Peer, e.Got, e.Want)
+}
+
+// Is makes errors.Is(err, ErrMismatch) true.
+func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
+
+// collCtx is where a communicator's collective traffic goes: its collective
+// context id (the point-to-point id + 1) over the same ranks, and the tag
+// sequence that keeps one collective's messages from another's.
+type collCtx struct {
+	ep   *endpoint.Endpoint
+	comm endpoint.Comm
+	rank int
+	seq  uint32
+	base int // tag = base | seq&mask
+	mask int
+	eng  *engine // shared with derived communicators
+}
+
+// Tag spaces on a collective context: ordinary collectives count in the
+// low 23 bits; CreateGroup's temporary communicators set bit 23.
+const (
+	collTagMask  = 1<<23 - 1
+	groupTagBit  = 1 << 23
+	groupTagBits = 13 // user tag bits of CreateGroup
+	groupSeqBits = 10
+)
+
+func (x *collCtx) size() int { return len(x.comm.Addrs) }
+
+// next returns the tag of the next collective.
+func (x *collCtx) next() int {
+	t := x.base | int(x.seq)&x.mask
+	x.seq++
+	return t
+}
+
+// xfer is one message of a round: to or from peer, buf.
+type xfer struct {
+	peer int
+	buf  []byte
+}
+
+// round is a set of transfers posted together (receives first), then local
+// work once they have all completed.
+type round struct {
+	recv, send []xfer
+	then       func()
+}
+
+// sched is a collective as a list of rounds, run to completion by run
+// (blocking) or advanced by a CollRequest's Test and Wait. Buffers are
+// bound when the schedule is built; their contents are read when a round
+// is posted, after the previous rounds' local work.
+type sched struct {
+	x      *collCtx
+	tag    int
+	rounds []round
+	last   func() // local work after the last round
+
+	cur   int
+	reqs  []*endpoint.Request // the current round's receives then sends
+	nrecv int
+	err   error
+	done  bool
+}
+
+func newSched(x *collCtx) *sched { return &sched{x: x, tag: x.next()} }
+
+// add appends a round.
+func (s *sched) add(recv, send []xfer, then func()) {
+	s.rounds = append(s.rounds, round{recv: recv, send: send, then: then})
+}
+
+// local appends local work with no communication.
+func (s *sched) local(fn func()) {
+	if len(s.rounds) == 0 {
+		fn()
+		return
+	}
+	r := &s.rounds[len(s.rounds)-1]
+	if prev := r.then; prev != nil {
+		r.then = func() { prev(); fn() }
+	} else {
+		r.then = fn
+	}
+}
+
+// post starts the current round's transfers. On a failure it cancels the
+// receives it posted and ends the schedule with the error.
+func (s *sched) post() {
+	r := &s.rounds[s.cur]
+	s.reqs = s.reqs[:0]
+	s.nrecv = len(r.recv)
+	for _, t := range r.recv {
+		q, err := s.x.ep.Irecv(s.x.comm, t.peer, s.tag, t.buf)
+		if err != nil {
+			s.abort(err)
+			return
+		}
+		s.reqs = append(s.reqs, q)
+	}
+	for _, t := range r.send {
+		q, err := s.x.ep.Isend(s.x.comm, s.x.rank, t.peer, s.tag, t.buf)
+		if err != nil {
+			s.abort(err)
+			return
+		}
+		s.reqs = append(s.reqs, q)
+	}
+}
+
+func (s *sched) abort(err error) {
+	for i, q := range s.reqs {
+		if i < s.nrecv {
+			q.Cancel()
+		}
+	}
+	s.reqs = s.reqs[:0]
+	s.fail(err)
+	s.done = true
+}
+
+func (s *sched) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+// complete checks the finished round's receives, runs its local work and
+// moves on (posting the next round, if any).
+func (s *sched) complete() {
+	r := &s.rounds[s.cur]
+	for i, q := range s.reqs {
+		st := q.Status()
+		if st.Err != nil {
+			s.fail(st.Err)
+		} else if i < s.nrecv && st.Count != len(r.recv[i].buf) {
+			s.fail(&MismatchError{Peer: r.recv[i].peer, Want: len(r.recv[i].buf), Got: st.Count})
+		}
+	}
+	// The local work runs even after an error, so the schedule still sends
+	// everything the other ranks wait for: one rank's bad data does not
+	// leave the others blocked.
+	if r.then != nil {
+		r.then()
+	}
+	s.cur++
+	s.start()
+}
+
+// start posts the current round, or finishes.
+func (s *sched) start() {
+	if s.done {
+		return
+	}
+	if s.cur == 0 {
+		s.x.eng.add(s)
+	}
+	if s.cur >= len(s.rounds) {
+		if s.last != nil {
+			s.last()
+		}
+		s.done = true
+		return
+	}
+	s.post()
+}
+
+// run runs the whole schedule, waiting with the caller's waiter.
+func (s *sched) run() error {
+	s.start()
+	return s.finishAll()
+}
+
+// finishAll continues a started schedule to the end, progressing the
+// caller's other pending collectives meanwhile.
+func (s *sched) finishAll() error {
+	s.x.eng.wait(s.x.ep.Waiter(), s)
+	return s.err
+}
+
+// test advances every pending schedule as far as it can without blocking
+// and reports whether s is done.
+func (s *sched) test() bool {
+	s.x.eng.poll()
+	return s.done
+}
+
+// advance completes s's rounds while they are complete.
+func (s *sched) advance() {
+	for !s.done && endpoint.TestAll(s.reqs...) {
+		s.complete()
+	}
+}
+
+// engine progresses the pending collectives of one caller's communicators
+// (a communicator and those derived from it share one). A round of a
+// collective starts only when its rank looks at it, so a rank waiting for
+// one collective must keep the others moving: ranks may wait for their
+// collectives in different orders, and one rank's next round may be what
+// another's current wait needs. It belongs to the caller, like the
+// communicator.
+type engine struct {
+	active []*sched
+	reqs   []*endpoint.Request // scratch of wait
+}
+
+func (e *engine) add(s *sched) { e.active = append(e.active, s) }
+
+// prune drops finished schedules.
+func (e *engine) prune() {
+	e.active = slices.DeleteFunc(e.active, func(s *sched) bool { return s.done })
+}
+
+// poll advances every pending schedule without blocking.
+func (e *engine) poll() {
+	for i := 0; i < len(e.active); i++ {
+		e.active[i].advance()
+	}
+	e.prune()
+}
+
+// wait blocks w until s is done, advancing every pending schedule.
+func (e *engine) wait(w *fiber.Waiter, s *sched) {
+	e.poll()
+	for !s.done {
+		if len(e.active) == 1 {
+			endpoint.WaitAll(w, s.reqs...)
+			s.complete()
+			continue
+		}
+		// Only requests still pending: poll has advanced every round whose
+		// requests are all complete, and a complete one would make WaitAny
+		// return at once, spinning a fiber that never yields.
+		e.reqs = e.reqs[:0]
+		for _, a := range e.active {
+			for _, r := range a.reqs {
+				if !r.Test() {
+					e.reqs = append(e.reqs, r)
+				}
+			}
+		}
+		if len(e.reqs) > 0 {
+			endpoint.WaitAny(w, e.reqs...)
+		}
+		clear(e.reqs)
+		e.poll()
+	}
+	e.prune()
+}
+
+// CollRequest is a pending nonblocking collective. Like Request it belongs
+// to the caller that started it. A collective progresses in rounds; each
+// round's messages move on their own, and the next round starts when Test
+// or Wait finds the current one complete: call Test now and then (or Wait)
+// to make progress.
+type CollRequest struct {
+	s  *sched
+	st *state // held until the collective completes
+}
+
+// Wait waits until the collective completes and returns its error. A
+// fiber yields, a goroutine parks.
+func (q *CollRequest) Wait() error {
+	if q == nil {
+		return endpoint.ErrNilRequest
+	}
+	err := q.s.finishAll()
+	q.finish()
+	return err
+}
+
+// Test advances the collective without blocking and reports whether it has
+// completed, with its error if so.
+func (q *CollRequest) Test() (bool, error) {
+	if q == nil {
+		return false, endpoint.ErrNilRequest
+	}
+	if !q.s.test() {
+		return false, nil
+	}
+	q.finish()
+	return true, q.s.err
+}
+
+func (q *CollRequest) finish() {
+	if q.st != nil {
+		q.st.release()
+		q.st = nil
+	}
+}
