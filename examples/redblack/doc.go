@@ -71,6 +71,16 @@
 // placed on the workers in blocks, so that neighbouring stripes share a
 // worker where they can.
 //
+// # Idle workers
+//
+// A fiber that waits for a neighbour yields its worker; a worker with nothing
+// to run spins, then sleeps (fiber.Config.SleepAfter, here Config.Spin and
+// -spin). The fiber default, 1ms of spinning, answers a hand-over fastest on
+// a machine of its own. On a shared 2-core machine, where other programs keep
+// the cores busy, the spinning worker takes the core from the one that has
+// the work: 512×512 iterations measured 5–10 times slower with 1ms than with
+// 20µs there. The command's default is 20µs.
+//
 // # Deviations from the seed
 //
 // The seed warns that its examples "have not (yet) been run – there are

@@ -27,7 +27,7 @@ func runFunneled(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	tm, world, err := newTeam(P*T, cfg.Workers, endpoint.ThreadFunneled, P)
+	tm, world, err := newTeam(P*T, cfg.Workers, cfg.Spin, endpoint.ThreadFunneled, P)
 	if err != nil {
 		return nil, err
 	}

@@ -37,21 +37,22 @@ type team struct {
 	err     error
 }
 
-// newTeam returns a team of n fibers on a scheduler with the given workers.
+// newTeam returns a team of n fibers on a scheduler with the given workers,
+// whose idle workers spin for spin before they sleep (0: the fiber default).
 // With level ≥ 0 it initialises a process at that thread level and creates
 // k endpoints, returned in order; with level < 0 it only starts a scheduler.
-func newTeam(n, workers int, level endpoint.ThreadLevel, k int) (*team, []*endpoint.Endpoint, error) {
+func newTeam(n, workers int, spin time.Duration, level endpoint.ThreadLevel, k int) (*team, []*endpoint.Endpoint, error) {
 	t := &team{n: n, gate: newBarrier(n), done: make(chan struct{}), abort: make(chan struct{})}
 	t.live.Store(int64(n))
 	if level < 0 {
-		s, err := fiber.New(fiber.Config{Workers: workers})
+		s, err := fiber.New(fiber.Config{Workers: workers, SleepAfter: spin})
 		if err != nil {
 			return nil, nil, err
 		}
 		t.sched, t.finish = s, s.Close
 		return t, nil, nil
 	}
-	p, err := endpoint.Init(level, endpoint.Options{Workers: workers})
+	p, err := endpoint.Init(level, endpoint.Options{Workers: workers, Fiber: fiber.Config{SleepAfter: spin}})
 	if err != nil {
 		return nil, nil, err
 	}

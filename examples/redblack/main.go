@@ -28,6 +28,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	threads := fs.Int("threads", 2, "threads: fibers; hybrid and funneled: fibers per process")
 	eps := fs.Int("endpoints", 2, "hybrid: endpoints per process (1 or 2)")
 	workers := fs.Int("workers", 0, "fiber workers, i.e. OS threads (0: GOMAXPROCS)")
+	spin := fs.Duration("spin", 20*time.Microsecond, "how long an idle fiber worker spins before it sleeps (0: the fiber default, 1ms; short suits a shared machine)")
 	check := fs.Bool("check", true, "compare every grid with seq's, bit for bit (runs seq too)")
 	repeat := fs.Int("repeat", 1, "run each variant this many times, in rounds, and show the median time")
 	every := fs.Duration("progress", DefaultProgressEvery, "interval of progress lines on stderr during long runs (0: none)")
@@ -50,7 +51,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg := Config{Rows: *n, Cols: *n, Iters: *iters, Tol: *tol, Ranks: *ranks, Threads: *threads,
-		Endpoints: *eps, Workers: *workers}
+		Endpoints: *eps, Workers: *workers, Spin: *spin}
 	var vs []Variant
 	names := strings.Split(*variant, ",")
 	if *variant == "all" {
@@ -80,7 +81,8 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg = cfg.withDefaults()
 
-	fmt.Fprintf(stdout, "red-black SOR on %d×%d cells, %s, %d fiber workers\n", cfg.Rows, cfg.Cols, stopRule(cfg), cfg.Workers)
+	fmt.Fprintf(stdout, "red-black SOR on %d×%d cells, %s, %d fiber workers (idle spin %v)\n",
+		cfg.Rows, cfg.Cols, stopRule(cfg), cfg.Workers, cfg.Spin)
 	var ref *Result
 	status := 0
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)

@@ -65,6 +65,7 @@ func TestCLIBadFlags(t *testing.T) {
 		{[]string{"-tol", "-0.5"}, "tolerance"},
 		{[]string{"-workers", "-1"}, "workers -1"},
 		{[]string{"-progress", "-1s"}, "negative -progress"},
+		{[]string{"-spin", "-1s"}, "negative spin"},
 		{[]string{"-frobnicate"}, "flag provided but not defined"},
 		{[]string{"stray"}, "unexpected arguments"},
 	} {

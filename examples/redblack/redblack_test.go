@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/fibermpi/fibermpi/internal/testenv"
 	"go.uber.org/goleak"
@@ -67,6 +68,9 @@ func TestVariantsMatchSeq(t *testing.T) {
 				for _, lc := range layoutCases {
 					cfg := base
 					cfg.Ranks, cfg.Threads, cfg.Endpoints, cfg.Workers = lc.ranks, lc.threads, lc.endpoints, lc.workers
+					if lc.ranks%2 == 1 {
+						cfg.Spin = 20 * time.Microsecond // sleeping workers too
+					}
 					if v.Check(cfg) != nil {
 						continue // too many stripes for this grid: TestStripeErrors
 					}
@@ -86,7 +90,7 @@ func TestVariantsMatchSeq(t *testing.T) {
 // the same iteration as seq with the same grid.
 func TestToleranceMatchesSeq(t *testing.T) {
 	for _, sz := range [][2]int{{7, 6}, {9, 8}} {
-		base := Config{Rows: sz[0], Cols: sz[1], Iters: 10_000, Tol: 1e-6}
+		base := Config{Rows: sz[0], Cols: sz[1], Iters: 10_000, Tol: 1e-6, Spin: 20 * time.Microsecond}
 		want := seqRun(t, base)
 		if want.Iters == base.Iters || want.Res >= base.Tol {
 			t.Fatalf("seq did not converge on %v: %d iterations, residual %v", sz, want.Iters, want.Res)
@@ -234,6 +238,7 @@ func TestBadConfig(t *testing.T) {
 		{"three endpoints", "hybrid", func(c *Config) { c.Endpoints, c.Threads = 3, 4 }},
 		{"endpoint without thread", "hybrid", func(c *Config) { c.Endpoints, c.Threads = 2, 1 }},
 		{"negative progress", "seq", func(c *Config) { c.ProgressEvery = -1 }},
+		{"negative spin", "hybrid", func(c *Config) { c.Spin = -1 }},
 	} {
 		cfg := ok
 		c.mod(&cfg)

@@ -74,7 +74,7 @@ func runStripes(cfg Config, name string, procs, threads, eps int) (*Result, erro
 			level = endpoint.ThreadMultiple
 		}
 	}
-	r.team, r.world, err = newTeam(procs*threads, cfg.Workers, level, procs*eps)
+	r.team, r.world, err = newTeam(procs*threads, cfg.Workers, cfg.Spin, level, procs*eps)
 	if err != nil {
 		return nil, err
 	}
