@@ -156,6 +156,10 @@ type Result struct {
 	// fiber is set up (grid allocated and initialised, endpoints registered)
 	// to the moment the last one finishes its last iteration.
 	Elapsed time.Duration
+	// CPU is the CPU time the process used meanwhile, all threads together
+	// (spinning workers included, and anything else the process ran); 0 if
+	// the system does not tell.
+	CPU time.Duration
 }
 
 // PerIter returns the mean time of one iteration.

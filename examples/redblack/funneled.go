@@ -128,7 +128,7 @@ func runFunneled(cfg Config) (*Result, error) {
 			})
 		}
 	}
-	elapsed, err := tm.wait()
+	elapsed, cpu, err := tm.wait()
 	if err != nil {
 		return nil, err
 	}
@@ -136,5 +136,5 @@ func runFunneled(cfg Config) (*Result, error) {
 	for _, pr := range ps {
 		pr.s.copyInto(g)
 	}
-	return &Result{Variant: "funneled", Grid: g, Iters: out.iters, Res: out.res, Elapsed: elapsed}, nil
+	return &Result{Variant: "funneled", Grid: g, Iters: out.iters, Res: out.res, Elapsed: elapsed, CPU: cpu}, nil
 }

@@ -25,9 +25,11 @@ type team struct {
 	n      int
 	gate   *barrier
 
-	start time.Time    // set by the gate's last arriver
-	end   time.Time    // set by the last fiber to finish iterating
-	ended atomic.Int64 // fibers done iterating: Add in stop
+	start    time.Time     // set by the gate's last arriver
+	end      time.Time     // set by the last fiber to finish iterating
+	cpuStart time.Duration // process CPU time at start, set with it
+	cpuEnd   time.Duration // and at end
+	ended    atomic.Int64  // fibers done iterating: Add in stop
 
 	live    atomic.Int64 // fibers not yet returned: Add in each fiber's exit
 	done    chan struct{}
@@ -105,34 +107,34 @@ func (t *team) spawn(id int, body func(f *fiber.Fiber) error) {
 // begin holds fiber id at the start gate until all n fibers are set up; the
 // last to arrive starts the clock.
 func (t *team) begin(id int, w *fiber.Waiter) {
-	t.gate.wait(id, w, func() { t.start = time.Now() })
+	t.gate.wait(id, w, func() { t.cpuStart, t.start = cpuTime(), time.Now() })
 }
 
 // stop records that a fiber has finished iterating; the last stops the clock.
 func (t *team) stop() {
 	if t.ended.Add(1) == int64(t.n) {
-		t.end = time.Now()
+		t.end, t.cpuEnd = time.Now(), cpuTime()
 	}
 }
 
 // wait waits until every fiber has returned, or one has failed, ends the
-// process or scheduler, and returns the run's error and the iteration time.
-func (t *team) wait() (time.Duration, error) {
+// process or scheduler, and returns the run's error and the iteration time,
+// wall and CPU.
+func (t *team) wait() (wall, cpu time.Duration, err error) {
 	select {
 	case <-t.done:
 		if t.failed.Load() {
 			_ = t.finish()
-			return 0, t.err
+			return 0, 0, t.err
 		}
-		err := errors.Join(t.sched.Wait(), t.finish())
-		if err != nil {
-			return 0, err
+		if err := errors.Join(t.sched.Wait(), t.finish()); err != nil {
+			return 0, 0, err
 		}
-		return t.end.Sub(t.start), nil
+		return t.end.Sub(t.start), t.cpuEnd - t.cpuStart, nil
 	case <-t.abort:
 		// Unwinds the fibers blocked on the failed one; their panics are
 		// the scheduler's cancellations, not errors of the run.
 		_ = t.finish()
-		return 0, t.err
+		return 0, 0, t.err
 	}
 }

@@ -117,6 +117,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	type row struct {
 		first   *Result // iterations and residual (its grid is dropped)
 		times   []time.Duration
+		cpus    []time.Duration
 		verdict string
 	}
 	rows := make([]row, len(vs))
@@ -138,31 +139,37 @@ func cli(args []string, stdout, stderr io.Writer) int {
 				rows[k].first = &Result{Iters: r.Iters, Res: r.Res}
 			}
 			rows[k].times = append(rows[k].times, r.PerIter())
+			rows[k].cpus = append(rows[k].cpus, r.CPU/time.Duration(r.Iters))
 		}
 	}
 	if *repeat > 1 {
-		fmt.Fprintf(tw, "variant\tlayout\titers\tresidual\ttime/iter (median of %d)\tmin\tvs seq\n", *repeat)
+		fmt.Fprintf(tw, "variant\tlayout\titers\tresidual\ttime/iter (median of %d)\tmin\tcpu/iter\tvs seq\n", *repeat)
 	} else {
-		fmt.Fprintln(tw, "variant\tlayout\titers\tresidual\ttime/iter\tvs seq")
+		fmt.Fprintln(tw, "variant\tlayout\titers\tresidual\ttime/iter\tcpu/iter\tvs seq")
 	}
 	for k, v := range vs {
 		rw := rows[k]
 		if rw.first == nil {
 			continue
 		}
-		slices.Sort(rw.times)
-		med := rw.times[len(rw.times)/2]
-		if len(rw.times)%2 == 0 {
-			med = (rw.times[len(rw.times)/2-1] + med) / 2
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.6e\t%v\t", v.Name, layout(v.Name, cfg), rw.first.Iters, rw.first.Res, round(med))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.6e\t%v\t", v.Name, layout(v.Name, cfg), rw.first.Iters, rw.first.Res, round(median(rw.times)))
 		if *repeat > 1 {
-			fmt.Fprintf(tw, "%v\t", round(rw.times[0]))
+			fmt.Fprintf(tw, "%v\t", round(slices.Min(rw.times)))
 		}
-		fmt.Fprintf(tw, "%s\n", rw.verdict)
+		fmt.Fprintf(tw, "%v\t%s\n", round(median(rw.cpus)), rw.verdict)
 	}
 	tw.Flush()
 	return status
+}
+
+// median returns the median of ds (not empty), sorting ds.
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	m := ds[len(ds)/2]
+	if len(ds)%2 == 0 {
+		m = (ds[len(ds)/2-1] + m) / 2
+	}
+	return m
 }
 
 // judge compares r, a run of v, with seq's result ref (nil: not checked).

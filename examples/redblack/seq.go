@@ -8,7 +8,7 @@ func runSeq(cfg Config) (*Result, error) {
 	g := NewGrid(cfg.Rows, cfg.Cols)
 	s := &slab{a: g.Data, w: cfg.Cols + 2}
 	rep := newReporter(cfg)
-	start := time.Now()
+	cpu0, start := cpuTime(), time.Now()
 	it, res := 0, 0.0
 	for it < cfg.Iters {
 		it++
@@ -22,5 +22,6 @@ func runSeq(cfg Config) (*Result, error) {
 			break
 		}
 	}
-	return &Result{Variant: "seq", Grid: g, Iters: it, Res: res, Elapsed: time.Since(start)}, nil
+	elapsed := time.Since(start)
+	return &Result{Variant: "seq", Grid: g, Iters: it, Res: res, Elapsed: elapsed, CPU: cpuTime() - cpu0}, nil
 }

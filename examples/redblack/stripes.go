@@ -89,7 +89,7 @@ func runStripes(cfg Config, name string, procs, threads, eps int) (*Result, erro
 			r.team.spawn(p*threads+t, func(f *fiber.Fiber) error { return r.thread(f, pr, t) })
 		}
 	}
-	elapsed, err := r.team.wait()
+	elapsed, cpu, err := r.team.wait()
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func runStripes(cfg Config, name string, procs, threads, eps int) (*Result, erro
 	for _, pr := range r.ps {
 		pr.s.copyInto(g)
 	}
-	return &Result{Variant: name, Grid: g, Iters: r.iters, Res: r.res, Elapsed: elapsed}, nil
+	return &Result{Variant: name, Grid: g, Iters: r.iters, Res: r.res, Elapsed: elapsed, CPU: cpu}, nil
 }
 
 // endpointFor returns which of the stripe's endpoints thread t registers
