@@ -10,6 +10,7 @@ import (
 
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/internal/testenv"
 )
 
 // collRanks are the communicator sizes every collective is checked at.
@@ -90,7 +91,7 @@ func forEachSize[T any](t *testing.T, fn func(c *Comm[T]) error) {
 // sizes are the vector lengths checked; the large one crosses the ring and
 // rendezvous thresholds.
 func sizes() []int {
-	if testing.Short() {
+	if testing.Short() || testenv.RaceEnabled {
 		return []int{0, 1, 7, 300}
 	}
 	return []int{0, 1, 7, 300, 9000}

@@ -1,0 +1,255 @@
+package comm
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/fibermpi/fibermpi/endpoint"
+	"github.com/fibermpi/fibermpi/fiber"
+)
+
+// benchFibers runs n fiber ranks on the default workers of one process: rank 0 runs
+// lead (the benchmark loop: a fiber may call b.Loop, it is the only
+// caller), the others rest; it returns when all have.
+func benchFibers(b *testing.B, n int, lead, rest func(c *Comm[float64]) error) {
+	b.Helper()
+	err := endpoint.Run(n, func(ep *endpoint.Endpoint) error {
+		c, err := World[float64](ep)
+		if err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			return lead(c)
+		}
+		return rest(c)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+var benchSizes = []struct {
+	name  string
+	elems int
+}{{"8B", 1}, {"1KiB", 128}, {"1MiB", 128 << 10}}
+
+// BenchmarkAllreduce: Sum of float64 vectors over N in-process ranks (rank
+// 0 the benchmark goroutine, the others fibers on 2 workers). The last call
+// carries a NaN that tells the fibers to stop.
+func BenchmarkAllreduce(b *testing.B) {
+	for _, n := range []int{2, 8, 64} {
+		for _, sz := range benchSizes {
+			b.Run(fmt.Sprintf("N=%d/size=%s", n, sz.name), func(b *testing.B) {
+				op := Sum[float64]()
+				b.SetBytes(int64(8 * sz.elems))
+				benchFibers(b, n, func(c *Comm[float64]) error {
+					send, recv := make([]float64, sz.elems), make([]float64, sz.elems)
+					for b.Loop() {
+						if err := c.Allreduce(send, recv, op); err != nil {
+							return err
+						}
+					}
+					send[0] = math.NaN()
+					return c.Allreduce(send, recv, op)
+				}, func(c *Comm[float64]) error {
+					send, recv := make([]float64, sz.elems), make([]float64, sz.elems)
+					for {
+						if err := c.Allreduce(send, recv, op); err != nil {
+							return err
+						}
+						if math.IsNaN(recv[0]) {
+							return nil
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkBcast: binomial broadcast from rank 0 (the benchmark goroutine)
+// to N−1 fiber ranks.
+func BenchmarkBcast(b *testing.B) {
+	for _, n := range []int{2, 8, 64} {
+		for _, sz := range benchSizes {
+			b.Run(fmt.Sprintf("N=%d/size=%s", n, sz.name), func(b *testing.B) {
+				b.SetBytes(int64(8 * sz.elems))
+				benchFibers(b, n, func(c *Comm[float64]) error {
+					buf := make([]float64, sz.elems)
+					for b.Loop() {
+						if err := c.Bcast(buf, 0); err != nil {
+							return err
+						}
+					}
+					buf[0] = math.NaN()
+					return c.Bcast(buf, 0)
+				}, func(c *Comm[float64]) error {
+					buf := make([]float64, sz.elems)
+					for {
+						if err := c.Bcast(buf, 0); err != nil {
+							return err
+						}
+						if math.IsNaN(buf[0]) {
+							return nil
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// dupper is one way of making (and freeing) a communicator, for
+// BenchmarkCommDup.
+type dupper interface {
+	// dup makes and frees one communicator over par; mask is the rank's
+	// private mask for the single-threaded algorithm.
+	dup(par *Comm[int64], mask *[endpoint.ContextMaskLen]uint64) error
+}
+
+// singleDup is seed 002 §5.1's single-threaded algorithm: one
+// Allreduce(AND) of a private mask, no lock, no ownership; unsafe with
+// more than one thread per process.
+type singleDup struct{}
+
+func (singleDup) dup(par *Comm[int64], mask *[endpoint.ContextMaskLen]uint64) error {
+	m := mask[:]
+	got := make([]uint64, len(m))
+	s := newSched(&par.st().coll)
+	buildAllreduce(s, m, got, Band[uint64]())
+	if err := s.run(); err != nil {
+		return err
+	}
+	for w, x := range got[:endpoint.ContextWords] {
+		if x != 0 {
+			bit := uint64(1) << bits.TrailingZeros64(x)
+			mask[w] &^= bit
+			nc := par.derive(uint32(2*(64*w+bits.TrailingZeros64(x))), par.c.Addrs, par.rank)
+			nc.x.owned = false // the private mask, not the endpoint's, holds it
+			mask[w] |= bit     // Free
+			return nil
+		}
+	}
+	return endpoint.ErrNoContext
+}
+
+// fig3Dup is Dup (seed 002 Fig. 3, endpoint.NewContext) and Free.
+type fig3Dup struct{}
+
+func (fig3Dup) dup(par *Comm[int64], _ *[endpoint.ContextMaskLen]uint64) error {
+	d, err := par.Dup()
+	if err != nil {
+		return err
+	}
+	return d.Free()
+}
+
+// BenchmarkCommDup is seed 002 Fig. 4 over 4 goroutine ranks (endpoints of
+// one ThreadMultiple process): single is §5.1's algorithm, multi1 the
+// Fig. 3 algorithm with one goroutine per endpoint, multi2 with two per
+// endpoint, each duping its own parent at the same time. The figure is
+// the time of one Dup+Free as the benchmark goroutine sees it.
+func BenchmarkCommDup(b *testing.B) {
+	const n = 4
+	for _, cs := range []struct {
+		name    string
+		d       dupper
+		threads int
+	}{{"single", singleDup{}, 1}, {"multi1", fig3Dup{}, 1}, {"multi2", fig3Dup{}, 2}} {
+		b.Run(cs.name, func(b *testing.B) {
+			p, err := endpoint.Init(endpoint.ThreadMultiple, endpoint.Options{Workers: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Finalize()
+			eps, err := p.CreateEndpoints(n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			// One parent per thread index, made collectively first.
+			parents := make([][]*Comm[int64], n)
+			var wg sync.WaitGroup
+			for e := range n {
+				wg.Go(func() {
+					h, _ := eps[e].Register(fiber.NewGoroutineWaiter())
+					defer h.Unregister()
+					w, _ := World[int64](h)
+					for range cs.threads {
+						d, err := w.Dup()
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						parents[e] = append(parents[e], d)
+					}
+				})
+			}
+			wg.Wait()
+			// total[t] is set by thread t's leader (rank 0) before its last
+			// iteration: every rank of that parent stops after it.
+			var total [2]atomic.Int64
+			var stop atomic.Bool
+			loop := func(e, t int, leader bool, par *Comm[int64]) error {
+				var mask [endpoint.ContextMaskLen]uint64
+				for i := range mask {
+					mask[i] = ^uint64(0)
+				}
+				for i := int64(1); ; i++ {
+					if leader && stop.Load() && total[t].Load() == 0 {
+						total[t].Store(i)
+					}
+					if err := cs.d.dup(par, &mask); err != nil {
+						return err
+					}
+					if tt := total[t].Load(); tt != 0 && i >= tt {
+						return nil
+					}
+				}
+			}
+			view := func(e, t int) (*Comm[int64], *endpoint.Endpoint) {
+				h, _ := eps[e].Register(fiber.NewGoroutineWaiter())
+				pc := parents[e][t]
+				c, _ := New[int64](h, pc.Info(), pc.Rank())
+				return c, h
+			}
+			for e := range n {
+				for t := range cs.threads {
+					if e == 0 && t == 0 {
+						continue
+					}
+					wg.Go(func() {
+						c, h := view(e, t)
+						defer h.Unregister()
+						if err := loop(e, t, e == 0, c); err != nil {
+							b.Error(err)
+						}
+					})
+				}
+			}
+			c, h := view(0, 0)
+			var mask [endpoint.ContextMaskLen]uint64
+			for i := range mask {
+				mask[i] = ^uint64(0)
+			}
+			iters := int64(0)
+			for b.Loop() {
+				iters++
+				if err := cs.d.dup(c, &mask); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// One more, announced: the others stop after it.
+			total[0].Store(iters + 1)
+			stop.Store(true)
+			if err := cs.d.dup(c, &mask); err != nil {
+				b.Fatal(err)
+			}
+			wg.Wait()
+			h.Unregister()
+		})
+	}
+}
