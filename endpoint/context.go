@@ -45,6 +45,7 @@ type contexts struct {
 	mu     sync.Mutex
 	init   bool
 	free   [ContextWords]uint64 // bit set: pair free
+	worlds [ContextWords]uint64 // bit set: pair reserved for a world
 	inUse  bool                 // some caller's allreduce carries free
 	lowest uint32               // lowest waiting parent context id
 }
@@ -68,6 +69,7 @@ func (s *contexts) reserve(id uint32) {
 	s.setup()
 	if p := id / 2; p < ContextPairs {
 		s.free[p/64] &^= 1 << (p % 64)
+		s.worlds[p/64] |= 1 << (p % 64)
 	}
 }
 
@@ -184,7 +186,8 @@ func (s *contexts) forget(parent uint32) {
 }
 
 // ReleaseContext returns the pair of id (an even id NewContext returned)
-// to the endpoint's mask, for reuse by later communicators. Call it once
+// to the endpoint's mask, for reuse by later communicators. A pair that is
+// free already, or a world's, gives ErrContext. Call it once
 // the communicator is freed and nothing of it is in flight.
 func (e *Endpoint) ReleaseContext(id uint32) error {
 	s := &e.c.ctx
@@ -192,7 +195,7 @@ func (e *Endpoint) ReleaseContext(id uint32) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.setup()
-	if id%2 != 0 || p >= ContextPairs || s.free[p/64]&(1<<(p%64)) != 0 {
+	if id%2 != 0 || p >= ContextPairs || (s.free[p/64]|s.worlds[p/64])&(1<<(p%64)) != 0 {
 		return fmt.Errorf("%w: %d", ErrContext, id)
 	}
 	s.free[p/64] |= 1 << (p % 64)
