@@ -205,30 +205,55 @@ func (e *Endpoint) isend(c Comm, me, dst, tag int, data []byte, sync bool) (*Req
 	if err := checkSend(c, me, dst, tag); err != nil {
 		return nil, err
 	}
+	if e.isEager(data, sync) {
+		if err := e.eager(c, me, dst, tag, data); err != nil {
+			return nil, err
+		}
+		return completedSend, nil
+	}
 	r := &Request{kind: reqSend, ep: e.c}
-	if err := e.send(c, me, dst, tag, data, sync, r); err != nil {
+	if err := e.rendezvous(c, me, dst, tag, data, sync, r); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// send is the protocol: eager or RTS.
-func (e *Endpoint) send(c Comm, me, dst, tag int, data []byte, sync bool, r *Request) error {
+// completedSend is what an eager Isend returns: a send request that is
+// complete from the start. It is shared and never changes, so nothing is
+// allocated for an eager send.
+var completedSend = func() *Request {
+	r := &Request{kind: reqSend}
+	r.ev.Signal()
+	r.closed.Store(true)
+	ch := make(chan struct{})
+	close(ch)
+	r.doneCh.Store(&ch)
+	return r
+}()
+
+// isEager reports whether data goes by the eager protocol.
+func (e *Endpoint) isEager(data []byte, sync bool) bool {
+	return !sync && len(data) <= e.c.p.opts.EagerLimit
+}
+
+// eager copies data into a packet and posts it: the send is complete.
+func (e *Endpoint) eager(c Comm, me, dst, tag int, data []byte) error {
+	pk := e.c.getPacket(e.worker, e.waiter)
+	pk.Context, pk.Source, pk.Tag = c.Context, int32(me), int32(tag)
+	pk.Kind = packet.KindEager
+	if err := pk.SetData(data); err != nil { // cannot fail: EagerLimit <= payload
+		e.c.p.pool.Put(e.worker, pk)
+		return err
+	}
+	return e.c.send(e.worker, c.Addrs[dst], pk)
+}
+
+// rendezvous announces a large (or synchronous) send with an RTS; r
+// completes when the receiver's RTR has come and the data is put.
+func (e *Endpoint) rendezvous(c Comm, me, dst, tag int, data []byte, sync bool, r *Request) error {
 	to := c.Addrs[dst]
 	pk := e.c.getPacket(e.worker, e.waiter)
 	pk.Context, pk.Source, pk.Tag = c.Context, int32(me), int32(tag)
-	if !sync && len(data) <= e.c.p.opts.EagerLimit {
-		pk.Kind = packet.KindEager
-		if err := pk.SetData(data); err != nil { // cannot fail: EagerLimit <= payload
-			e.c.p.pool.Put(e.worker, pk)
-			return err
-		}
-		if err := e.c.send(e.worker, to, pk); err != nil {
-			return err
-		}
-		r.complete()
-		return nil
-	}
 	r.buf, r.peer, r.sync = data, to, sync
 	r.id = e.c.register(r)
 	pk.Kind = packet.KindRTS
@@ -355,9 +380,12 @@ func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool
 	if err := checkSend(c, me, dst, tag); err != nil {
 		return err
 	}
+	if e.isEager(data, sync) {
+		return e.eager(c, me, dst, tag, data)
+	}
 	r := e.scratch
 	r.reset(reqSend, e.c)
-	if err := e.send(c, me, dst, tag, data, sync, r); err != nil {
+	if err := e.rendezvous(c, me, dst, tag, data, sync, r); err != nil {
 		return err
 	}
 	return r.WaitFor(e.waiter)

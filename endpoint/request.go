@@ -45,7 +45,8 @@ const (
 
 // A Request is a pending send or receive. It completes once, after which
 // Status is final. Requests are not pooled: a Request belongs to the caller
-// that made it, for as long as the caller keeps it.
+// that made it, for as long as the caller keeps it. (An eager Isend, complete
+// when it returns, returns a shared request that is complete and immutable.)
 //
 // Wait, WaitContext and Done may be used from any goroutine or fiber; Wait
 // and WaitFor yield a fiber and park a goroutine.
@@ -93,6 +94,9 @@ func (r *Request) Status() Status { return r.status }
 // WaitFor blocks the caller that w belongs to until the request completes,
 // and returns its status' error: a fiber yields, a goroutine parks.
 func (r *Request) WaitFor(w *fiber.Waiter) error {
+	if r.ev.Done() {
+		return r.status.Err
+	}
 	if p := r.ep.p; p.opts.Progress == ProgressCaller {
 		// Caller-driven progress: poll, then let others run, until done.
 		worker := packet.NoWorker
