@@ -329,10 +329,10 @@ func TestZeroAllocs(t *testing.T) {
 	}
 }
 
-// TestManyFiberPairs: 10^4 fibers (fewer under -race or -short), each a
+// TestManyFiberPairs: 10^5 fibers (fewer under -race or -short), each a
 // rank, each pair exchanging messages.
 func TestManyFiberPairs(t *testing.T) {
-	k := min(10_000, testenv.MaxGoroutines())
+	k := min(100_000, testenv.MaxGoroutines())
 	if testing.Short() {
 		k = min(k, 2000)
 	}

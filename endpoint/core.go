@@ -39,8 +39,8 @@ type core struct {
 	ctx contexts
 }
 
-func newCore(p *Process, addr rdma.Addr, level ThreadLevel) (*core, error) {
-	t, err := match.New[packet.Packet, Request](p.opts.Match)
+func newCore(p *Process, addr rdma.Addr, level ThreadLevel, mcfg match.Config) (*core, error) {
+	t, err := match.New[packet.Packet, Request](mcfg)
 	if err != nil {
 		return nil, err
 	}

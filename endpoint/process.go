@@ -110,7 +110,9 @@ type Options struct {
 	// own endpoint is not counted. Zero means DefaultMaxEndpoints.
 	MaxEndpoints int
 	// Match configures every endpoint's matching table (its size and the
-	// no-wildcard, allow-overtaking hints).
+	// no-wildcard, allow-overtaking hints). With Match.Expected zero, each
+	// CreateEndpoints(k) sizes the tables from the packet pool's share of
+	// each of the k endpoints.
 	Match match.Config
 	// Transport carries the packets; nil means a new in-process transport
 	// (the embedded default).
@@ -308,9 +310,20 @@ func (p *Process) newComm(k int) (Comm, error) {
 			ErrEndpoints, k, p.opts.MaxEndpoints, created)
 	}
 	c := Comm{Context: p.nextCtx, Addrs: make([]rdma.Addr, k)}
+	mcfg := p.opts.Match
+	if mcfg.Expected == 0 {
+		// Seed 001 §3.2: the table size follows the number of concurrent
+		// operations, which the packet pool bounds; endpoints made
+		// together share the pool, so each gets its share (16 at least,
+		// match.DefaultExpected at most): a million endpoints then cost
+		// a few hundred bytes of table each, not tens of kilobytes.
+		pc := p.pool.Config()
+		packets := pc.Workers*pc.PerWorker + pc.Shared
+		mcfg.Expected = min(max(packets/k, 16), match.DefaultExpected)
+	}
 	for i := range k {
 		addr := rdma.Addr(len(p.cores))
-		cr, err := newCore(p, addr, p.level)
+		cr, err := newCore(p, addr, p.level, mcfg)
 		if err != nil {
 			return Comm{}, err
 		}

@@ -44,8 +44,9 @@ type Config struct {
 	// messages plus posted receives) at once, at the seed's "table size
 	// controlled by the packet pool size". The table has the next power of
 	// two at or above Expected buckets, each holding three keys, so
-	// collisions spill into overflow buckets rarely (at least 256 buckets,
-	// 32 KiB, whatever Expected says). More pending keys than
+	// collisions spill into overflow buckets rarely. From 256 keys up the
+	// buckets are cache-line aligned; a smaller Expected (down to 4) gives a
+	// small table for programs with very many endpoints. More pending keys than
 	// that still work, through longer overflow chains. 0 means
 	// DefaultExpected.
 	Expected int
@@ -75,21 +76,25 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// minBuckets makes the bucket array at least 32 KiB: the Go allocator
-// places such large objects at a page boundary, with no malloc header in
-// front, so every bucket starts a cache line (TestAlignment checks it).
-const minBuckets = 256
+// minBuckets is the smallest bucket array that the Go allocator places on
+// a page boundary with no malloc header in front (32 KiB), so that every
+// bucket starts a cache line (TestAlignment checks it). Tables asked for
+// fewer than minBuckets keys get what they ask for (at least smallBuckets):
+// an endpoint among thousands keeps a small table, and its buckets may then
+// straddle cache lines, which costs some false sharing and nothing else.
+const (
+	minBuckets   = 256
+	smallBuckets = 4
+)
 
-// buckets returns the number of buckets for c (a power of two, at least
-// minBuckets).
+// buckets returns the number of buckets for c: a power of two, at least
+// minBuckets unless Expected asks for fewer, and at least smallBuckets.
 func (c Config) buckets() int {
 	n := c.Expected
 	if n == 0 {
 		n = DefaultExpected
 	}
-	if n < minBuckets {
-		n = minBuckets
-	}
+	n = max(n, smallBuckets)
 	return 1 << bits.Len(uint(n-1))
 }
 

@@ -78,7 +78,11 @@ type core struct {
 
 	_ cpu.CacheLinePad
 
-	arrivals [stripes]stripe
+	// arrivals are the stamp counters (tables that stamp only): up to
+	// stripes of them, fewer for small tables; arrShift maps a source
+	// hash to one (64 − log2(len(arrivals)), so 64 when there is one).
+	arrivals []stripe
+	arrShift uint
 
 	// listed has one bit per chain (tables that allow wildcards only): set
 	// before a message may be queued in the chain, cleared by a scan that
@@ -98,6 +102,13 @@ func (t *core) init(cfg Config) {
 	t.stamp = !cfg.NoAnyTag && !cfg.AllowOvertaking
 	if t.wildOK {
 		t.listed = make([]atomic.Uint64, (n+63)/64)
+	}
+	if t.stamp {
+		// One stripe per four buckets, up to stripes: a small table
+		// (one endpoint among many) keeps its memory small.
+		k := min(stripes, max(1, n/4))
+		t.arrivals = make([]stripe, k)
+		t.arrShift = uint(64 - bits.TrailingZeros(uint(k)))
 	}
 }
 
@@ -124,7 +135,7 @@ func (t *core) list(h *pair, j uint) {
 
 // stripeOf returns the arrival counter for k's (context, source).
 func (t *core) stripeOf(k uint64) *atomic.Uint64 {
-	return &t.arrivals[((k>>sourceShift)*hashMul)>>(64-stripeBits)].n
+	return &t.arrivals[((k>>sourceShift)*hashMul)>>t.arrShift].n
 }
 
 func (t *core) newNode() *node {
@@ -307,7 +318,7 @@ func (t *core) add(h, p *pair, i int, fp *pair, fi int, k uint64, v *opaque, kin
 func (t *core) overflow(h *pair) *pair {
 	t.freeMu.Lock()
 	if len(t.slab) == 0 {
-		t.slab = make([]pair, minBuckets)
+		t.slab = make([]pair, min(len(t.pairs), minBuckets))
 	}
 	p := &t.slab[0]
 	t.slab = t.slab[1:]

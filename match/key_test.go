@@ -97,7 +97,7 @@ func TestConfig(t *testing.T) {
 			t.Errorf("New(Expected %d) = %v, want ErrConfig", e, err)
 		}
 	}
-	for _, c := range []struct{ exp, buckets int }{{1, 256}, {256, 256}, {257, 512}, {100000, 131072}} {
+	for _, c := range []struct{ exp, buckets int }{{1, 4}, {5, 8}, {100, 128}, {256, 256}, {257, 512}, {100000, 131072}} {
 		if got := (Config{Expected: c.exp}).buckets(); got != c.buckets {
 			t.Errorf("Expected %d: %d buckets, want %d", c.exp, got, c.buckets)
 		}

@@ -1,6 +1,7 @@
 package match
 
 import (
+	"runtime"
 	"testing"
 	"unsafe"
 )
@@ -68,9 +69,10 @@ func TestPlainHead(t *testing.T) {
 }
 
 // TestAlignment checks that buckets start on a cache line for every table
-// size, in the main array and in overflow buckets.
+// size from minBuckets up, in the main array and in overflow buckets.
+// (Smaller tables are allowed to straddle lines: see minBuckets.)
 func TestAlignment(t *testing.T) {
-	for _, exp := range []int{1, 8, 100, 1000, 5000, 1 << 16} {
+	for _, exp := range []int{minBuckets, 1000, 5000, 1 << 16} {
 		tb, err := New[int, int](Config{Expected: exp})
 		if err != nil {
 			t.Fatal(err)
@@ -94,4 +96,40 @@ func TestAlignment(t *testing.T) {
 	if n != 300 {
 		t.Fatalf("chain of %d buckets, want 300", n)
 	}
+}
+
+// TestSmallTableMemory checks that a small table stays small: an endpoint
+// among very many must not cost tens of kilobytes.
+func TestSmallTableMemory(t *testing.T) {
+	var before, after runtime.MemStats
+	const n = 1000
+	tables := make([]*Table[int, int], n)
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range tables {
+		tb, err := New[int, int](Config{Expected: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables[i] = tb
+	}
+	runtime.ReadMemStats(&after)
+	per := (after.TotalAlloc - before.TotalAlloc) / n
+	if per > 4096 {
+		t.Fatalf("a table for 8 keys takes %d bytes", per)
+	}
+	// And it works, overflow included.
+	v := 0
+	tb := tables[0]
+	for i := range 100 {
+		if _, ok, err := tb.Arrive(MustKey(0, int32(i), 0), &v); ok || err != nil {
+			t.Fatal(ok, err)
+		}
+	}
+	for i := range 100 {
+		if m, _, ok, err := tb.Post(MustKey(0, int32(i), 0), &v); !ok || err != nil || m != &v {
+			t.Fatal(i, ok, err)
+		}
+	}
+	runtime.KeepAlive(tables)
 }
