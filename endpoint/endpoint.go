@@ -198,6 +198,19 @@ func (e *Endpoint) Issend(c Comm, me, dst, tag int, data []byte) (*Request, erro
 }
 
 func (e *Endpoint) isend(c Comm, me, dst, tag int, data []byte, sync bool) (*Request, error) {
+	return e.isendInto(nil, c, me, dst, tag, data, sync)
+}
+
+// IsendInto is Isend with a request the caller provides (nil means
+// allocate one), so a layer above can embed the request in its own and
+// allocate once. r must be new (zero) and is used only if the send goes by
+// rendezvous; the request returned is r, or a shared completed request for
+// an eager send.
+func (e *Endpoint) IsendInto(r *Request, c Comm, me, dst, tag int, data []byte) (*Request, error) {
+	return e.isendInto(r, c, me, dst, tag, data, false)
+}
+
+func (e *Endpoint) isendInto(r *Request, c Comm, me, dst, tag int, data []byte, sync bool) (*Request, error) {
 	if err := e.enter(); err != nil {
 		return nil, err
 	}
@@ -211,7 +224,10 @@ func (e *Endpoint) isend(c Comm, me, dst, tag int, data []byte, sync bool) (*Req
 		}
 		return completedSend, nil
 	}
-	r := &Request{kind: reqSend, ep: e.c}
+	if r == nil {
+		r = new(Request)
+	}
+	r.kind, r.ep = reqSend, e.c
 	if err := e.rendezvous(c, me, dst, tag, data, sync, r); err != nil {
 		return nil, err
 	}
@@ -282,6 +298,20 @@ func (e *Endpoint) Irecv(c Comm, src, tag int, buf []byte) (*Request, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// IrecvInto is Irecv with a request the caller provides, which must be new
+// (zero); a layer above embeds it in its own request to allocate once.
+func (e *Endpoint) IrecvInto(r *Request, c Comm, src, tag int, buf []byte) error {
+	if r == nil {
+		return ErrNilRequest
+	}
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.leave()
+	r.kind, r.ep = reqRecv, e.c
+	return e.post(c, src, tag, buf, r)
 }
 
 // post matches receive r against the arrived messages or queues it.

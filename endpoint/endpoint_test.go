@@ -348,3 +348,39 @@ func TestMaxEndpoints(t *testing.T) {
 		t.Fatalf("CreateEndpoints(0): %v", err)
 	}
 }
+
+// TestCallerRequests: IsendInto and IrecvInto use the caller's requests
+// (rendezvous) or none at all (eager sends).
+func TestCallerRequests(t *testing.T) {
+	forEachLimit(t, func(t *testing.T, opts Options) {
+		err := RunWith(ThreadSingle, opts, 2, func(ep *Endpoint) error {
+			w := ep.World()
+			if ep.Rank() == 0 {
+				var mine Request
+				r, err := ep.IsendInto(&mine, w, 0, 1, 3, pattern(9000, 3))
+				if err != nil {
+					return err
+				}
+				if (r == &mine) == ep.isEager(make([]byte, 9000), false) {
+					return fmt.Errorf("IsendInto returned %p, own request %p", r, &mine)
+				}
+				return ep.Wait(r)
+			}
+			var mine Request
+			buf := make([]byte, 9000)
+			if err := ep.IrecvInto(&mine, w, 0, 3, buf); err != nil {
+				return err
+			}
+			if err := ep.Wait(&mine); err != nil || !bytes.Equal(buf, pattern(9000, 3)) {
+				return fmt.Errorf("IrecvInto: %v", err)
+			}
+			if err := ep.IrecvInto(nil, w, 0, 3, buf); !errors.Is(err, ErrNilRequest) {
+				return fmt.Errorf("IrecvInto(nil): %v", err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
