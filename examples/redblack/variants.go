@@ -9,7 +9,7 @@ import (
 type Variant struct {
 	Name    string // flag value: seq, threads, mpi, hybrid, funneled
 	Section string // the seed section it ports
-	Summary string // one line
+	Summary string // one line, in terms of the command's flags
 	check   func(Config) error
 	run     func(Config) (*Result, error)
 }
@@ -26,7 +26,7 @@ var variants = []Variant{
 	},
 	{
 		Name: "threads", Section: "§4.3.4",
-		Summary: "Threads fibers on one shared grid, neighbour flags, no barrier",
+		Summary: "-threads fibers on one shared grid, neighbour flags, no barrier",
 		check: func(c Config) error {
 			return c.needRows("threads", c.Threads, fmt.Sprintf("%d threads", c.Threads))
 		},
@@ -34,7 +34,7 @@ var variants = []Variant{
 	},
 	{
 		Name: "mpi", Section: "§4.3.3",
-		Summary: "Ranks ranks, one stripe each; Vector halos by Isend/Irecv/WaitAll; Scan",
+		Summary: "-ranks ranks, one stripe each; Vector halos by Isend/Irecv/WaitAll; Scan",
 		check: func(c Config) error {
 			return c.needRows("mpi", c.Ranks, fmt.Sprintf("%d ranks", c.Ranks))
 		},
@@ -42,7 +42,7 @@ var variants = []Variant{
 	},
 	{
 		Name: "hybrid", Section: "§4.3.5",
-		Summary: "Ranks processes × Threads fibers; edge fibers own Endpoints, inner ones share memory",
+		Summary: "-ranks processes × -threads fibers; edge fibers own -endpoints, inner ones share memory",
 		check: func(c Config) error {
 			if c.Endpoints > 2 {
 				return fmt.Errorf("%w: hybrid has 1 or 2 endpoints per process (one per edge of its stripe), not %d",
@@ -58,7 +58,7 @@ var variants = []Variant{
 	},
 	{
 		Name: "funneled", Section: "§4.3.2 + §4.3.3",
-		Summary: "Ranks processes × Threads fibers, barriers, only the master communicates",
+		Summary: "-ranks processes × -threads fibers, barriers, only the master communicates",
 		check: func(c Config) error {
 			return c.needRows("funneled", c.Ranks*c.Threads, fmt.Sprintf("%d processes × %d threads", c.Ranks, c.Threads))
 		},
