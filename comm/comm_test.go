@@ -11,6 +11,7 @@ import (
 	"github.com/fibermpi/fibermpi/datatype"
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/internal/invariants"
 	"github.com/fibermpi/fibermpi/internal/testenv"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
@@ -291,8 +292,8 @@ func TestDoneAndWaitContext(t *testing.T) {
 // TestZeroAllocs checks the eager contiguous Send/Recv path allocates
 // nothing: a goroutine rank echoes what the test's rank sends.
 func TestZeroAllocs(t *testing.T) {
-	if testenv.RaceEnabled {
-		t.Skip("the race detector allocates")
+	if testenv.RaceEnabled || invariants.Enabled {
+		t.Skip("the race detector and the invariants checks allocate")
 	}
 	p, eps := goroutineRanks(t, 2, endpoint.Options{Workers: 1})
 	defer p.Finalize()
