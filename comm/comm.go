@@ -2,6 +2,7 @@ package comm
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/fibermpi/fibermpi/datatype"
 	"github.com/fibermpi/fibermpi/endpoint"
@@ -43,8 +44,9 @@ type Comm[T any] struct {
 	c    endpoint.Comm
 	rank int
 	elem datatype.Type
-	size int    // bytes per element
-	x    *state // shared by As views: collectives, references, name (state.go)
+	size int         // bytes per element
+	x    *state      // shared by As views: collectives, references, name (state.go)
+	sent *Request[T] // the completed request eager Isends return
 }
 
 // World returns the typed view of ep's world communicator, in which the
@@ -98,13 +100,13 @@ func (c *Comm[T]) Waiter() *fiber.Waiter { return c.ep.Waiter() }
 // once for a message up to the eager limit, after the transfer into the
 // receive buffer for a larger one.
 func (c *Comm[T]) Send(buf []T, dst, tag int) error {
-	return c.ep.Send(c.c, c.rank, dst, tag, datatype.Bytes(buf))
+	return c.ep.Send(c.c, c.rank, dst, tag, c.bytes(buf))
 }
 
 // Ssend sends in synchronous mode: it returns once the matching receive has
 // started.
 func (c *Comm[T]) Ssend(buf []T, dst, tag int) error {
-	return c.ep.Ssend(c.c, c.rank, dst, tag, datatype.Bytes(buf))
+	return c.ep.Ssend(c.c, c.rank, dst, tag, c.bytes(buf))
 }
 
 // Recv receives into buf a message from src (or AnySource) with tag (or
@@ -112,7 +114,7 @@ func (c *Comm[T]) Ssend(buf []T, dst, tag int) error {
 // *endpoint.TruncateError (errors.Is endpoint.ErrTruncate) and the message
 // is consumed.
 func (c *Comm[T]) Recv(buf []T, src, tag int) (Status, error) {
-	st, err := c.ep.Recv(c.c, src, tag, datatype.Bytes(buf))
+	st, err := c.ep.Recv(c.c, src, tag, c.bytes(buf))
 	return statusOf(st, c.size), err
 }
 
@@ -134,18 +136,39 @@ func (c *Comm[T]) Sendrecv(sendbuf []T, dst, sendtag int, recvbuf []T, src, recv
 }
 
 // Isend starts sending buf to dst. buf must not change until the request
-// completes.
+// completes. A message up to the eager limit is copied out at once, and its
+// request is already complete (it may be the same completed request as
+// earlier eager sends on this Comm): eager Isends allocate nothing.
 func (c *Comm[T]) Isend(buf []T, dst, tag int) (*Request[T], error) {
-	r, err := c.ep.Isend(c.c, c.rank, dst, tag, datatype.Bytes(buf))
-	if err != nil {
-		return nil, err
-	}
-	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size, hold: c.hold()}, nil
+	return c.isend(c.bytes(buf), dst, tag)
 }
 
-// Issend is Isend in synchronous mode.
+// isend sends data, eagerly if it may.
+func (c *Comm[T]) isend(data []byte, dst, tag int) (*Request[T], error) {
+	if c.ep.Eager(len(data)) {
+		r, err := c.ep.IsendInto(nil, c.c, c.rank, dst, tag, data)
+		if err != nil {
+			return nil, err
+		}
+		if c.sent == nil {
+			c.sent = &Request[T]{r: r, w: c.ep.Waiter(), size: c.size}
+		}
+		return c.sent, nil
+	}
+	q := &Request[T]{w: c.ep.Waiter(), size: c.size, hold: c.hold()}
+	r, err := c.ep.IsendInto(&q.own, c.c, c.rank, dst, tag, data)
+	if err != nil {
+		q.release()
+		return nil, err
+	}
+	q.r = r
+	return q, nil
+}
+
+// Issend is Isend in synchronous mode: the request completes once the
+// matching receive has started.
 func (c *Comm[T]) Issend(buf []T, dst, tag int) (*Request[T], error) {
-	r, err := c.ep.Issend(c.c, c.rank, dst, tag, datatype.Bytes(buf))
+	r, err := c.ep.Issend(c.c, c.rank, dst, tag, c.bytes(buf))
 	if err != nil {
 		return nil, err
 	}
@@ -155,11 +178,26 @@ func (c *Comm[T]) Issend(buf []T, dst, tag int) (*Request[T], error) {
 // Irecv posts a receive into buf. buf must not be touched until the request
 // completes.
 func (c *Comm[T]) Irecv(buf []T, src, tag int) (*Request[T], error) {
-	r, err := c.ep.Irecv(c.c, src, tag, datatype.Bytes(buf))
-	if err != nil {
+	q := &Request[T]{w: c.ep.Waiter(), size: c.size, hold: c.hold()}
+	if err := c.ep.IrecvInto(&q.own, c.c, src, tag, c.bytes(buf)); err != nil {
+		q.release()
 		return nil, err
 	}
-	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size, hold: c.hold()}, nil
+	q.r = &q.own
+	return q, nil
+}
+
+// bytes views buf as bytes, in place.
+func (c *Comm[T]) bytes(buf []T) []byte {
+	if len(buf) == 0 {
+		return nil
+	}
+	// Safety: New checked with datatype.Of that T is a fixed-size type
+	// without pointers, c.size bytes long, so buf's elements are
+	// len(buf)*c.size plain bytes; the view shares buf's backing array and
+	// keeps it alive. (datatype.Bytes does the same after a type lookup
+	// that costs a sync.Map load per call.)
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf)*c.size)
 }
 
 // Iprobe reports whether a message from src with tag has arrived, and its
@@ -205,11 +243,7 @@ func (c *Comm[T]) IsendLayout(buf []T, count int, dt datatype.Type, dst, tag int
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.ep.Isend(c.c, c.rank, dst, tag, data)
-	if err != nil {
-		return nil, err
-	}
-	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size, hold: c.hold()}, nil
+	return c.isend(data, dst, tag)
 }
 
 // IrecvLayout posts a receive into count instances of dt in buf; the data
@@ -218,7 +252,7 @@ func (c *Comm[T]) IrecvLayout(buf []T, count int, dt datatype.Type, src, tag int
 	if err := datatype.CheckElem[T](dt); err != nil {
 		return nil, err
 	}
-	if view, ok, err := datatype.ContiguousView(datatype.Bytes(buf), count, dt); err != nil {
+	if view, ok, err := datatype.ContiguousView(c.bytes(buf), count, dt); err != nil {
 		return nil, err
 	} else if ok {
 		r, err := c.ep.Irecv(c.c, src, tag, view)
@@ -239,7 +273,7 @@ func (c *Comm[T]) IrecvLayout(buf []T, count int, dt datatype.Type, src, tag int
 	if err != nil {
 		return nil, err
 	}
-	dst := datatype.Bytes(buf)
+	dst := c.bytes(buf)
 	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size, hold: c.hold(), unpack: func(got int) error {
 		// A shorter message fills the layout's first got bytes.
 		u, err := datatype.NewUnpacker(dst, count, dt)
@@ -256,7 +290,7 @@ func (c *Comm[T]) pack(buf []T, count int, dt datatype.Type) ([]byte, error) {
 	if err := datatype.CheckElem[T](dt); err != nil {
 		return nil, err
 	}
-	if view, ok, err := datatype.ContiguousView(datatype.Bytes(buf), count, dt); err != nil || ok {
+	if view, ok, err := datatype.ContiguousView(c.bytes(buf), count, dt); err != nil || ok {
 		return view, err
 	}
 	n, err := datatype.PackedSize(count, dt)

@@ -328,6 +328,44 @@ func TestZeroAllocs(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("eager Send+Recv allocates %.1f times per round trip", allocs)
 	}
+	// Nonblocking: an eager Isend allocates nothing, an Irecv once (its
+	// request, with the endpoint's request embedded).
+	allocs = testing.AllocsPerRun(rounds, func() {
+		r, err := c0.Isend(buf, 0, 5) // to itself, received at once
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c0.Recv(buf, 0, 5); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("eager Isend+Recv+Wait allocates %.1f times", allocs)
+	}
+	allocs = testing.AllocsPerRun(rounds, func() {
+		r, err := c0.Irecv(buf, 0, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c0.Send(buf, 0, 5); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 1 {
+		t.Fatalf("Irecv+Wait allocates %.1f times, want 1", allocs)
+	}
+	var nilReq *Request[float64]
+	select {
+	case <-nilReq.Done():
+	default:
+		t.Fatal("a nil request's Done channel is not closed")
+	}
 }
 
 // TestManyFiberPairs: 10^5 fibers (fewer under -race or -short), each a

@@ -12,7 +12,8 @@ import (
 // It belongs to the caller that started it (its waits use that caller's
 // waiter): a fiber yields in Wait, a goroutine parks.
 type Request[T any] struct {
-	r      *endpoint.Request
+	r      *endpoint.Request // own, or a shared completed send
+	own    endpoint.Request  // embedded: one allocation per request
 	w      *fiber.Waiter
 	size   int
 	unpack func(got int) error // for a derived-layout receive
@@ -26,8 +27,7 @@ type Request[T any] struct {
 func (q *Request[T]) finish() Status {
 	if !q.finished {
 		q.finished = true
-		q.hold.release()
-		q.hold = nil
+		q.release()
 		q.st = statusOf(q.r.Status(), q.size)
 		if q.unpack != nil && !errors.Is(q.st.Err, endpoint.ErrCancelled) {
 			if err := q.unpack(q.st.Bytes); err != nil && q.st.Err == nil {
@@ -36,6 +36,12 @@ func (q *Request[T]) finish() Status {
 		}
 	}
 	return q.st
+}
+
+// release drops the request's reference on its communicator.
+func (q *Request[T]) release() {
+	q.hold.release()
+	q.hold = nil
 }
 
 // Wait waits until the request completes and returns its status and the
@@ -75,7 +81,19 @@ func (q *Request[T]) WaitContext(ctx context.Context) (Status, error) {
 
 // Done returns a channel that is closed when the request completes, for use
 // in select. Requests that never call Done pay nothing for it.
-func (q *Request[T]) Done() <-chan struct{} { return q.r.Done() }
+func (q *Request[T]) Done() <-chan struct{} {
+	if q == nil {
+		return closedChan // a nil request is complete, as MPI_REQUEST_NULL
+	}
+	return q.r.Done()
+}
+
+// closedChan is the Done channel of a nil request.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
 
 // Cancel withdraws a receive that has not matched a message; its status
 // error is then endpoint.ErrCancelled. It reports whether it did.

@@ -247,6 +247,10 @@ var completedSend = func() *Request {
 	return r
 }()
 
+// Eager reports whether a plain (not synchronous) send of n bytes goes by
+// the eager protocol, and so completes when Isend returns.
+func (e *Endpoint) Eager(n int) bool { return n <= e.c.p.opts.EagerLimit }
+
 // isEager reports whether data goes by the eager protocol.
 func (e *Endpoint) isEager(data []byte, sync bool) bool {
 	return !sync && len(data) <= e.c.p.opts.EagerLimit
