@@ -1,15 +1,12 @@
 package comm
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/fibermpi/fibermpi/endpoint"
-	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/internal/testenv"
 )
 
@@ -35,31 +32,7 @@ var rankModes = []rankMode{
 
 // runGoroutines runs fn as k goroutine ranks of one ThreadMultiple process.
 func runGoroutines(k int, opts endpoint.Options, fn func(*endpoint.Endpoint) error) error {
-	p, err := endpoint.Init(endpoint.ThreadMultiple, opts)
-	if err != nil {
-		return err
-	}
-	eps, err := p.CreateEndpoints(k)
-	if err != nil {
-		return errors.Join(err, p.Finalize())
-	}
-	errs := make([]error, k)
-	var wg sync.WaitGroup
-	for i, ep := range eps {
-		wg.Go(func() {
-			h, err := ep.Register(fiber.NewGoroutineWaiter())
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer h.Unregister()
-			if err := fn(h); err != nil {
-				errs[i] = fmt.Errorf("rank %d: %w", i, err)
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errors.Join(errs...), p.Finalize())
+	return endpoint.RunGoroutines(endpoint.ThreadMultiple, opts, k, fn)
 }
 
 // forEachSize runs fn on a world of T for every rank count and mode.

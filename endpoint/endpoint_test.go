@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -383,4 +384,49 @@ func TestCallerRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestRunGoroutines runs ranks on plain goroutines and reports each rank's
+// error with its rank.
+func TestRunGoroutines(t *testing.T) {
+	err := RunGoroutines(ThreadSingle, Options{Workers: 1}, 3, func(ep *Endpoint) error {
+		if ep.Waiter().Fiber() != nil {
+			return errors.New("a goroutine rank has a fiber waiter")
+		}
+		return pingPongAll(ep)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err = RunGoroutines(ThreadSingle, Options{Workers: 1}, 3, func(ep *Endpoint) error {
+		if ep.Rank() == 2 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "rank 2") {
+		t.Fatalf("RunGoroutines error = %v, want boom from rank 2", err)
+	}
+}
+
+// pingPongAll has rank 0 exchange one message with every other rank.
+func pingPongAll(ep *Endpoint) error {
+	w := ep.World()
+	buf := make([]byte, 1)
+	if ep.Rank() != 0 {
+		if _, err := ep.Recv(w, 0, 0, buf); err != nil {
+			return err
+		}
+		return ep.Send(w, ep.Rank(), 0, 0, buf)
+	}
+	for r := 1; r < ep.Size(); r++ {
+		if err := ep.Send(w, 0, r, 0, []byte{byte(r)}); err != nil {
+			return err
+		}
+		if _, err := ep.Recv(w, r, 0, buf); err != nil || buf[0] != byte(r) {
+			return fmt.Errorf("echo from %d: %v %v", r, buf, err)
+		}
+	}
+	return nil
 }

@@ -406,6 +406,31 @@ func Run(k int, fn func(*Endpoint) error) error {
 
 // RunWith is Run with a thread level and options.
 func RunWith(level ThreadLevel, opts Options, k int, fn func(*Endpoint) error) error {
+	return run(level, opts, k, fn, func(p *Process, rank func(*fiber.Waiter)) error {
+		if err := p.sched.Spawn(func(f *fiber.Fiber) { rank(f.Waiter()) }); err != nil {
+			return err
+		}
+		return nil
+	}, func(p *Process) error { return p.sched.Wait() })
+}
+
+// RunGoroutines is RunWith with each rank on a plain goroutine instead of a
+// fiber: blocking calls park the goroutine the Go way. Use ThreadMultiple
+// if a rank's goroutine starts more goroutines that call through the same
+// endpoint (each registering its own handle).
+func RunGoroutines(level ThreadLevel, opts Options, k int, fn func(*Endpoint) error) error {
+	var wg sync.WaitGroup
+	return run(level, opts, k, fn, func(_ *Process, rank func(*fiber.Waiter)) error {
+		wg.Go(func() { rank(fiber.NewGoroutineWaiter()) })
+		return nil
+	}, func(*Process) error { wg.Wait(); return nil })
+}
+
+// run is Run's body: Init, k endpoints, start each rank (registered with
+// its endpoint through the waiter start gives it), wait, Finalize; the ranks'
+// errors are joined, each naming its rank.
+func run(level ThreadLevel, opts Options, k int, fn func(*Endpoint) error,
+	start func(p *Process, rank func(*fiber.Waiter)) error, wait func(*Process) error) error {
 	p, err := Init(level, opts)
 	if err != nil {
 		return err
@@ -416,8 +441,8 @@ func RunWith(level ThreadLevel, opts Options, k int, fn func(*Endpoint) error) e
 	}
 	errs := make([]error, k)
 	for i, ep := range eps {
-		err := p.sched.Spawn(func(f *fiber.Fiber) {
-			h, err := ep.Register(f.Waiter())
+		err := start(p, func(w *fiber.Waiter) {
+			h, err := ep.Register(w)
 			if err != nil {
 				errs[i] = err
 				return
@@ -431,6 +456,6 @@ func RunWith(level ThreadLevel, opts Options, k int, fn func(*Endpoint) error) e
 			errs[i] = err
 		}
 	}
-	werr := p.sched.Wait()
+	werr := wait(p)
 	return errors.Join(errors.Join(errs...), werr, p.Finalize())
 }
