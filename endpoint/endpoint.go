@@ -418,7 +418,7 @@ func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool
 		return e.eager(c, me, dst, tag, data)
 	}
 	r := e.scratch
-	r.reset(reqSend, e.c)
+	r.reset(reqSend, e.c, e.waiter)
 	if err := e.rendezvous(c, me, dst, tag, data, sync, r); err != nil {
 		return err
 	}
@@ -434,7 +434,7 @@ func (e *Endpoint) Recv(c Comm, src, tag int, buf []byte) (Status, error) {
 	}
 	defer e.leave()
 	r := e.scratch
-	r.reset(reqRecv, e.c)
+	r.reset(reqRecv, e.c, e.waiter)
 	if err := e.post(c, src, tag, buf, r); err != nil {
 		return Status{}, err
 	}

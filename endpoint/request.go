@@ -70,8 +70,8 @@ type Request struct {
 }
 
 // reset readies a handle's scratch request for another blocking call.
-func (r *Request) reset(kind reqKind, c *core) {
-	r.ev.Reset()
+func (r *Request) reset(kind reqKind, c *core, w *fiber.Waiter) {
+	r.ev.Rearm(w)
 	r.kind, r.ep = kind, c
 	r.key, r.buf, r.status = match.Key{}, nil, Status{}
 	r.id, r.region, r.sync = 0, rdma.Region{}, false

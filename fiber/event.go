@@ -151,3 +151,8 @@ func (e *Event) Disarm(w *Waiter) bool {
 // reused. It must not be called while a Signal, Wait or Arm on the event may
 // still be running.
 func (e *Event) Reset() { e.state.Store(nil) }
+
+// Rearm is Reset followed by Arm(w) in one store: the event is unfired and
+// w is its waiter, so a later Wait(w) skips the compare-and-swap of Arm. The
+// same rules as Reset apply.
+func (e *Event) Rearm(w *Waiter) { e.state.Store(w) }

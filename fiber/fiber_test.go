@@ -578,3 +578,28 @@ func TestGoexitEndsOnlyItsWorker(t *testing.T) {
 		t.Fatalf("ran %d, want 4", ran.Load())
 	}
 }
+
+func TestRearm(t *testing.T) {
+	s := newSched(t, Config{Workers: 1})
+	var ev Event
+	var got atomic.Int32
+	mustSpawn(t, s, func(f *Fiber) {
+		for range 3 {
+			ev.Rearm(f.Waiter())
+			if ev.Done() {
+				t.Error("Rearm left the event fired")
+			}
+			got.Add(1)
+			f.Wait(&ev) // woken by the goroutine below
+		}
+	})
+	for i := range int32(3) {
+		for got.Load() != i+1 {
+			runtime.Gosched()
+		}
+		for !ev.Signal() { // fire it once it is re-armed
+			runtime.Gosched()
+		}
+	}
+	mustWait(t, s)
+}
