@@ -8,13 +8,12 @@ import (
 // model is the reference for FuzzPool: the pool's places as plain slices
 // (bottom first for deques, top last for the shared stack).
 type model struct {
-	deques  [][]uint32
-	shared  []uint32
-	cap     int
-	total   int
-	max     int // MaxPackets under OverflowGrow, else total
-	growBy  int
-	nextIdx uint32
+	deques [][]uint32
+	shared []uint32
+	cap    int
+	total  int
+	max    int // MaxPackets under OverflowGrow, else total
+	growBy int
 }
 
 func (m *model) get(w int) (uint32, []uint32, bool) {

@@ -163,12 +163,12 @@ func (e *env) registerRounds(sinks []*sink, p int, owner, peer rdma.Addr, rounds
 		g := newGuarded(size, uint64(p)<<32|uint64(round))
 		r, err := e.hosts[owner].Register(g.buf)
 		if err != nil {
-			return fmt.Errorf("Register: %w", err)
+			return fmt.Errorf("calling Register: %w", err)
 		}
 		e.issued(r)
 		got := make([]byte, size)
 		if err := e.hosts[peer].Get(owner, r, 0, got); err != nil {
-			return fmt.Errorf("Get: %w", err)
+			return fmt.Errorf("calling Get: %w", err)
 		}
 		if !bytes.Equal(got, g.want(0, size)) {
 			return fmt.Errorf("round %d: Get read other bytes than the owner wrote", round)
@@ -176,13 +176,13 @@ func (e *env) registerRounds(sinks []*sink, p int, owner, peer rdma.Addr, rounds
 		src := make([]byte, size-round%size)
 		fillPayload(src, uint64(round)^0xfeed)
 		if err := e.hosts[peer].Put(owner, r, uint64(round%size), src); err != nil {
-			return fmt.Errorf("Put: %w", err)
+			return fmt.Errorf("calling Put: %w", err)
 		}
 		g.write(round%size, src)
 		// Tell the owner, and wait until it heard.
 		seq := uint32(round)
 		if err := e.send(w, owner, pid{from: peer, stream: notifyStream, seq: seq}); err != nil {
-			return fmt.Errorf("Send: %w", err)
+			return fmt.Errorf("calling Send: %w", err)
 		}
 		k := streamKey{peer, notifyStream}
 		deadline := time.Now().Add(e.timeout)
@@ -198,10 +198,10 @@ func (e *env) registerRounds(sinks []*sink, p int, owner, peer rdma.Addr, rounds
 			return fmt.Errorf("round %d: %w", round, err)
 		}
 		if err := e.hosts[owner].Deregister(r); err != nil {
-			return fmt.Errorf("Deregister: %w", err)
+			return fmt.Errorf("calling Deregister: %w", err)
 		}
 		if err := e.hosts[peer].Put(owner, r, 0, src[:1]); !errors.Is(err, rdma.ErrNoRegion) {
-			return fmt.Errorf("Put after Deregister: got %v, want rdma.ErrNoRegion", err)
+			return fmt.Errorf("a Put after Deregister got %v, want rdma.ErrNoRegion", err)
 		}
 	}
 	return nil
