@@ -120,6 +120,25 @@ func (c *core) Receive(w int, pk *packet.Packet) {
 	}
 }
 
+// deliverDirect hands an eager message from a sender in this process to a
+// receive already posted here for (ctx, src, tag), copying data into its
+// buffer; it reports false, changing nothing, when none is posted (the
+// sender then sends a packet, which Arrive matches or queues in order).
+func (c *core) deliverDirect(ctx uint32, src, tag int32, data []byte) bool {
+	r, ok, err := c.table.TryArrive(match.MustKey(ctx, src, tag))
+	if err != nil || !ok {
+		return false
+	}
+	r.status.Source, r.status.Tag = src, tag
+	n := copy(r.buf, data)
+	r.status.Count = n
+	if n < len(data) {
+		r.status.Err = &TruncateError{Have: len(r.buf), Got: len(data)}
+	}
+	r.complete()
+	return true
+}
+
 // matched joins a receive and the message (eager packet or RTS) it matched.
 func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 	c.wildcards(r.key, -1)

@@ -257,7 +257,17 @@ func (e *Endpoint) isEager(data []byte, sync bool) bool {
 }
 
 // eager copies data into a packet and posts it: the send is complete.
+// When the destination lives in this process and its receive is already
+// posted, the data goes straight into the receive's buffer instead: no
+// packet, one copy.
 func (e *Endpoint) eager(c Comm, me, dst, tag int, data []byte) error {
+	if l := e.c.p.local; l != nil {
+		if r, err := l.Peer(c.Addrs[dst]); err == nil {
+			if peer, ok := r.(*core); ok && peer.deliverDirect(c.Context, int32(me), int32(tag), data) {
+				return nil
+			}
+		}
+	}
 	pk := e.c.getPacket(e.worker, e.waiter)
 	pk.Context, pk.Source, pk.Tag = c.Context, int32(me), int32(tag)
 	pk.Kind = packet.KindEager

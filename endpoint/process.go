@@ -186,6 +186,10 @@ type Process struct {
 	cores   []*core // by address
 	nextCtx uint32  // next context id for a world or process communicator (even: see ContextPairs)
 
+	// local reaches the peers of an in-process transport directly (nil for
+	// transports between processes).
+	local rdma.Local
+
 	world     Comm // the Init world: one endpoint per process
 	finalized atomic.Bool
 
@@ -221,6 +225,7 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 	if p.tr == nil {
 		p.tr = inproc.New()
 	}
+	p.local, _ = p.tr.(rdma.Local)
 	fcfg := opts.Fiber
 	if opts.Progress == ProgressIdle {
 		userIdle := fcfg.Idle

@@ -33,6 +33,10 @@ func (t *queued) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 	return nil
 }
 
+// Peer hides inproc's direct access to peers: everything must go through
+// the queue.
+func (t *queued) Peer(rdma.Addr) (rdma.Receiver, error) { return nil, rdma.ErrNoPeer }
+
 func (t *queued) Progress(w int) int {
 	t.mu.Lock()
 	q := t.q

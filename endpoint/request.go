@@ -73,8 +73,8 @@ type Request struct {
 func (r *Request) reset(kind reqKind, c *core, w *fiber.Waiter) {
 	r.ev.Rearm(w)
 	r.kind, r.ep = kind, c
-	r.key, r.buf, r.status = match.Key{}, nil, Status{}
-	r.id, r.region, r.sync = 0, rdma.Region{}, false
+	r.key, r.buf, r.status, r.sync = match.Key{}, nil, Status{}, false
+	// id, peer and region are written by the rendezvous paths before use.
 }
 
 // complete finishes the request: status is final, waiters wake.

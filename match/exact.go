@@ -22,7 +22,9 @@ func (t *core) arrive(k uint64, m *opaque) (*opaque, bool) {
 			}
 			continue // Empty emptied the slot under us: look again
 		}
-		t.queueMsg(h, p, i, fp, fi, k, m)
+		if m != nil { // nil: TryArrive, which queues nothing
+			t.queueMsg(h, p, i, fp, fi, k, m)
+		}
 		h.b.unlock()
 		return nil, false
 	}

@@ -78,6 +78,21 @@ func (t *Table[M, R]) Arrive(k Key, m *M) (r *R, ok bool, err error) {
 	return toRecv[R](p), ok, nil
 }
 
+// TryArrive is Arrive for a message that need not be queued: if a posted
+// receive matches k (by the same rules as Arrive), it is removed and
+// returned with ok true; otherwise the table is unchanged and ok is false.
+// A sender that can reach the receiver's table (both in one process) uses it
+// to hand data straight to a posted receive, and makes and Arrives a real
+// message only when none is posted. The error is ErrWildcardKey if k holds a
+// wildcard.
+func (t *Table[M, R]) TryArrive(k Key) (r *R, ok bool, err error) {
+	if k.IsWildcard() {
+		return nil, false, ErrWildcardKey
+	}
+	p, ok := t.c.arrive(k.v, nil)
+	return toRecv[R](p), ok, nil
+}
+
 // Post matches a receive with key k, which may hold AnySource and AnyTag.
 // If an unexpected message matches, it is removed and returned with its
 // exact key and ok true: for a given source, the earliest arrived matching

@@ -38,7 +38,9 @@ func (t *core) arriveWild(h *pair, j uint, k uint64, m *opaque) (*opaque, bool) 
 	if haveExact {
 		return t.popHead(p, i), true
 	}
-	t.queueMsg(h, p, i, fp, fi, k, m)
+	if m != nil { // nil: TryArrive, which queues nothing
+		t.queueMsg(h, p, i, fp, fi, k, m)
+	}
 	return nil, false
 }
 

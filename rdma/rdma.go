@@ -100,6 +100,15 @@ type Transport interface {
 	Close() error
 }
 
+// Local is implemented by transports whose endpoints all live in this
+// process (inproc). Peer returns the Receiver bound at a, so that a sender
+// may hand data to it directly: an endpoint fills a receive that is already
+// posted at the peer without making a packet. Transports between processes
+// do not implement it.
+type Local interface {
+	Peer(a Addr) (Receiver, error)
+}
+
 // Errors of transports.
 var (
 	// ErrClosed is returned by every call after Close.

@@ -126,6 +126,12 @@ func (t *Transport) peer(a rdma.Addr) (rdma.Receiver, error) {
 	return nil, rdma.ErrNoPeer
 }
 
+// Peer returns the Receiver bound at a (rdma.Local): every endpoint of an
+// in-process job is reachable directly.
+func (t *Transport) Peer(a rdma.Addr) (rdma.Receiver, error) { return t.peer(a) }
+
+var _ rdma.Local = (*Transport)(nil)
+
 // Send delivers pk to the endpoint to before it returns, in the caller's
 // goroutine or fiber.
 func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
