@@ -35,6 +35,11 @@
 // straight into its buffer and the packet goes back to the pool; otherwise
 // the packet waits in the table until the receive comes.
 //
+// In one process (a transport implementing rdma.Local, as the in-process
+// default does), an eager send whose receive is already posted skips the
+// packet: the sender takes the receive from the peer's table
+// (match.Table.TryArrive) and copies the data straight into its buffer.
+//
 // Rendezvous, above the limit (and always for Ssend): the sender posts a
 // request-to-send (RTS) that is matched like a message; when it meets its
 // receive, the receiver registers its buffer and answers ready-to-receive
