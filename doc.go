@@ -48,7 +48,9 @@
 // without copying; the endpoint translates (communicator, rank) to a
 // transport address, takes a packet from its worker's pool, writes the header
 // (context id, source, tag, sequence, length) and the payload, and posts it;
-// the send buffer is reusable when Send returns.
+// the send buffer is reusable when Send returns. (In one process, when the
+// receive is already posted, the sender copies straight into the receive
+// buffer instead and no packet is used.)
 //
 // Arrival: the progress engine (a worker's idle hook, a dedicated server, or
 // the caller) polls the transport, builds the key (context id, source, tag)
