@@ -55,6 +55,59 @@ func (h fiberHandoff) run(b *testing.B, next func() bool) {
 	}
 }
 
+// waiterHandoff: two fibers on one worker using the scheduler's primitives
+// directly, seed 001 Alg. 4: ThreadSignal is Waiter.Wake (an OR into the run
+// bit-vector), ThreadWait is Waiter.Block; a turn variable, written before
+// the Wake and read after the Block, says whose turn it is (Block may return
+// spuriously).
+type waiterHandoff struct{}
+
+func (waiterHandoff) run(b *testing.B, next func() bool) {
+	s, err := New(Config{Workers: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var waiters [2]*Waiter
+	var turn int // whose turn; written only by the party holding it
+	stop := false
+	ready := make(chan struct{})
+	party := func(me int) func(*Fiber) {
+		return func(f *Fiber) {
+			w := f.Waiter()
+			if me == 1 {
+				waiters[1] = w
+				close(ready) // once, before the first Block: never blocks
+				for turn != 1 {
+					w.Block()
+				}
+			}
+			for !stop {
+				if !next() {
+					stop = true
+				}
+				turn = 1 - me
+				waiters[1-me].Wake()
+				if stop {
+					return
+				}
+				for turn != me {
+					w.Block()
+				}
+			}
+		}
+	}
+	_ = s.SpawnOn(0, party(1))
+	<-ready
+	_ = s.SpawnOn(0, func(f *Fiber) {
+		waiters[0] = f.Waiter()
+		party(0)(f)
+	})
+	if err := s.Wait(); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // chanHandoff: two goroutines, one channel each, of capacity size.
 type chanHandoff struct{ size int }
 
@@ -113,12 +166,15 @@ func (condHandoff) run(b *testing.B, next func() bool) {
 }
 
 // BenchmarkHandoff compares one Wait→resume handoff between two parties.
+// fiber uses Event (one-shot, Signal before Wait allowed, re-armed each
+// time); fiber-waiter uses the scheduler's Wake/Block with a turn variable.
 func BenchmarkHandoff(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		h    handoff
 	}{
 		{"fiber", fiberHandoff{workers: 1}},
+		{"fiber-waiter", waiterHandoff{}},
 		{"fiber2w", fiberHandoff{workers: 2}},
 		{"chan", chanHandoff{size: 0}},
 		{"chan1", chanHandoff{size: 1}},
