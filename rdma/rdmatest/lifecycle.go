@@ -112,6 +112,28 @@ func testUnbind(t *testing.T, f Factory) {
 	}
 }
 
+// testUnbindKeepsQueued: packets a transport accepted before an Unbind
+// are delivered, never dropped. The Unbind comes right after the sends,
+// before any Progress, so a transport that delivers from Progress still
+// holds them; the address is then bound again and every packet must arrive.
+func testUnbindKeepsQueued(t *testing.T, f Factory) {
+	const per = 50
+	e := newEnv(t, f, 2)
+	s := e.bindSinks(2, true)
+	for seq := range per {
+		e.mustSend(1, pid{from: 0, seq: uint32(seq)})
+	}
+	if err := e.hosts[1].Unbind(1); err != nil {
+		t.Fatalf("Unbind: %v", err)
+	}
+	e.bind(1, s[1])
+	e.waitArrived(per)
+	if got := s[1].received(); got != per {
+		t.Errorf("%d of %d packets sent before the Unbind arrived", got, per)
+	}
+	e.checkPool("after the traffic")
+}
+
 // testBind: binding an address twice fails with rdma.ErrBound and leaves
 // the first Receiver in place; binding a nil Receiver fails and binds
 // nothing.

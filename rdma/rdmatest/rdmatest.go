@@ -85,6 +85,7 @@ var cases = []struct {
 	{"Unbind", testUnbind},
 	{"Bind", testBind},
 	{"BindWhileSending", testBindWhileSending},
+	{"UnbindKeepsQueued", testUnbindKeepsQueued},
 	{"PutGet", testPutGet},
 	{"EmptyRegion", testEmptyRegion},
 	{"Bounds", testBounds},

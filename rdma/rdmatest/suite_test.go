@@ -82,7 +82,7 @@ func TestFaultsCaught(t *testing.T) {
 		{faultKeepRefused, "NoPeer", false},
 		{faultNoPeerCheck, "NoPeer", false},
 		{faultRebind, "Bind", false},
-		{faultLoseUnbound, "BindWhileSending", true},
+		{faultLoseUnbound, "UnbindKeepsQueued", true},
 	} {
 		t.Run(string(c.f)+"/"+c.subtest, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestFaultChild$/^"+c.subtest+"$", "-test.short", "-test.count=1")
