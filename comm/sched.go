@@ -44,6 +44,7 @@ type CountError struct {
 	Have, Want int
 }
 
+// Error describes the count that does not fit.
 func (e *CountError) Error() string {
 	return fmt.Sprintf("comm: %s has %d elements, want %d", e.Arg, e.Have, e.Want)
 }
@@ -58,6 +59,7 @@ type MismatchError struct {
 	Want, Got int
 }
 
+// Error describes what the ranks disagreed on.
 func (e *MismatchError) Error() string {
 	return fmt.Sprintf("comm: collective message from rank %d has %d bytes, this rank expected %d (inconsistent counts)", e.Peer, e.Got, e.Want)
 }

@@ -65,6 +65,7 @@ type UnsupportedTypeError struct {
 	Reason string
 }
 
+// Error names the type and the field that make it unsupported.
 func (e *UnsupportedTypeError) Error() string {
 	if e.Field == "" {
 		return fmt.Sprintf("datatype: type %v is not a fixed-size value type: it is a %v, %s",
@@ -92,6 +93,7 @@ type ArgError struct {
 	Err error
 }
 
+// Error names the operation, the argument and why it is refused.
 func (e *ArgError) Error() string {
 	if e.Err == ErrInvalidType {
 		return fmt.Sprintf("datatype: %s: %s is the zero Type (make one with Of or a constructor)", e.Op, e.Arg)
@@ -119,6 +121,7 @@ type BoundsError struct {
 	Err error
 }
 
+// Error describes the access and the buffer it does not fit.
 func (e *BoundsError) Error() string {
 	what := "layout touches bytes"
 	if e.Err == ErrShortBuffer {
@@ -143,6 +146,7 @@ type ElemMismatchError struct {
 	Got reflect.Type
 }
 
+// Error names the element types that differ.
 func (e *ElemMismatchError) Error() string {
 	if e.Want == nil {
 		return fmt.Sprintf("datatype: %s: buffer of %v for a layout that mixes element types (use a []byte buffer)",

@@ -156,6 +156,7 @@ type KeyError struct {
 	Max   int64  // the largest valid value (wildcards aside)
 }
 
+// Error names the key field and its allowed range.
 func (e *KeyError) Error() string {
 	return fmt.Sprintf("match: %s %d out of range [0, %d]", e.Field, e.Value, e.Max)
 }
