@@ -23,9 +23,11 @@
 //
 // A Comm belongs to one caller, the fiber or goroutine registered with its
 // endpoint handle. Every blocking method (Send, Recv, Ssend, Sendrecv,
-// Probe, Request.Wait, WaitAll, WaitAny, WaitSome) yields a fiber to its
-// worker, which runs other fibers meanwhile, and parks a goroutine the Go
-// way. Nothing in this package blocks a worker's OS thread, except
+// Probe, Request.Wait, WaitAll, WaitAny, WaitSome, every blocking collective
+// such as Barrier or Allreduce, CollRequest.Wait, and the collective
+// communicator constructors Dup, Split, Create and CreateGroup) yields a
+// fiber to its worker, which runs other fibers meanwhile, and parks a
+// goroutine the Go way. Nothing in this package blocks a worker's OS thread, except
 // Request.WaitContext and reading Request.Done, which are for goroutines
 // (a select in a fiber blocks its worker).
 //
