@@ -1,5 +1,3 @@
-//go:build unix
-
 package comm_test
 
 import (
@@ -8,28 +6,19 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fibermpi/fibermpi/comm"
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/internal/testenv"
 )
 
 // Besides wall-clock ns/op, the benchmarks report cpu-ns/op (or cpu-ns/msg):
 // the process's CPU time (user + system) per op, idle spinning of workers
 // included. On a machine shared with other work the OS takes the cores away
-// for a while and ns/op grows; cpu-ns/op does not.
-
-// processCPU returns the CPU time the process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+// for a while and ns/op grows; cpu-ns/op does not (testenv.ProcessCPU).
 
 // A pingPonger runs two parties that send a size-byte message back and forth.
 // Before each message it sends, a party calls next; when next reports false
@@ -179,11 +168,11 @@ func BenchmarkPingPong(b *testing.B) {
 					started := false
 					next := func() bool {
 						if !started {
-							started, cpu0 = true, processCPU()
+							started, cpu0 = true, testenv.ProcessCPU()
 						}
 						more := b.Loop()
 						if !more {
-							cpu = processCPU() - cpu0
+							cpu = testenv.ProcessCPU() - cpu0
 						}
 						return more
 					}
@@ -229,7 +218,7 @@ func BenchmarkMessageRate(b *testing.B) {
 			return comm.WaitAll(reqs...)
 		}
 		if c.Rank() == 0 {
-			cpu0 := processCPU()
+			cpu0 := testenv.ProcessCPU()
 			for b.Loop() {
 				if err := sendWindow(1); err != nil {
 					return err
@@ -238,7 +227,7 @@ func BenchmarkMessageRate(b *testing.B) {
 					return err
 				}
 			}
-			cpu = processCPU() - cpu0
+			cpu = testenv.ProcessCPU() - cpu0
 			return sendWindow(0)
 		}
 		for {
@@ -362,7 +351,7 @@ func runPairs(b *testing.B, m manyFibers, n, rounds int) (time.Duration, error) 
 	allParked.Wait(fiber.NewGoroutineWaiter())
 	var cpu time.Duration
 	err = p.Scheduler().Spawn(func(f *fiber.Fiber) {
-		cpu0 := processCPU()
+		cpu0 := testenv.ProcessCPU()
 		for b.Loop() {
 			finished.Store(0)
 			for i := range starts {
@@ -371,7 +360,7 @@ func runPairs(b *testing.B, m manyFibers, n, rounds int) (time.Duration, error) 
 			f.Wait(&allDone)
 			allDone.Reset()
 		}
-		cpu = processCPU() - cpu0
+		cpu = testenv.ProcessCPU() - cpu0
 		stop.Store(true)
 		for i := range starts {
 			starts[i].Signal()

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/fibermpi/fibermpi/internal/testenv"
 )
 
 // BenchmarkMatch measures one message meeting its receive (alternately the
@@ -121,9 +123,9 @@ func matchOnce(b *testing.B, m matcher, k Key, msg *bmsg, rcv *brecv, msgFirst b
 }
 
 func runMatch(b *testing.B, m matcher) {
-	cpu0 := processCPU()
+	cpu0 := testenv.ProcessCPU()
 	defer func() {
-		if cpu := processCPU() - cpu0; cpu > 0 && b.N > 0 {
+		if cpu := testenv.ProcessCPU() - cpu0; cpu > 0 && b.N > 0 {
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		}
 	}()
