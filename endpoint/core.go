@@ -51,10 +51,6 @@ func newCore(p *Process, addr rdma.Addr, level ThreadLevel, mcfg match.Config) (
 	return c, nil
 }
 
-// wildcards is a hook for bookkeeping of wildcard receives; the matching
-// table keeps its own count, so there is nothing to do here yet.
-func (c *core) wildcards(match.Key, int) {}
-
 // register records a rendezvous request and returns its id.
 func (c *core) register(r *Request) uint64 {
 	id := c.nextID.Add(1)
@@ -141,7 +137,6 @@ func (c *core) deliverDirect(ctx uint32, src, tag int32, data []byte) bool {
 
 // matched joins a receive and the message (eager packet or RTS) it matched.
 func (c *core) matched(w int, r *Request, pk *packet.Packet) {
-	c.wildcards(r.key, -1)
 	r.status.Source, r.status.Tag = pk.Source, pk.Tag
 	if pk.Kind == packet.KindEager {
 		data := pk.Data()

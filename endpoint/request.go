@@ -159,7 +159,6 @@ func (r *Request) Cancel() bool {
 	if !r.ep.table.Cancel(r.key, r) {
 		return false
 	}
-	r.ep.wildcards(r.key, -1)
 	r.status.Err = ErrCancelled
 	r.complete()
 	return true
