@@ -28,6 +28,22 @@ func forEachLimit(t *testing.T, fn func(t *testing.T, opts Options)) {
 	}
 }
 
+// newJob starts a process at level with k endpoints, not yet registered;
+// the caller finalizes it.
+func newJob(t testing.TB, level ThreadLevel, opts Options, k int) (*Process, []*Endpoint) {
+	t.Helper()
+	p, err := Init(level, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, err := p.CreateEndpoints(k)
+	if err != nil {
+		p.Finalize()
+		t.Fatal(err)
+	}
+	return p, eps
+}
+
 func pattern(n, seed int) []byte {
 	b := make([]byte, n)
 	for i := range b {
@@ -209,14 +225,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestUnregisteredAndFinalized(t *testing.T) {
-	p, err := Init(ThreadMultiple, Options{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eps, err := p.CreateEndpoints(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, eps := newJob(t, ThreadMultiple, Options{Workers: 1}, 2)
 	w := eps[0].World()
 	if err := eps[0].Send(w, 0, 1, 0, nil); !errors.Is(err, ErrNotRegistered) {
 		t.Fatalf("send on unregistered handle: %v", err)
@@ -272,14 +281,7 @@ func TestUnregisteredAndFinalized(t *testing.T) {
 // one ThreadMultiple endpoint used by two goroutines.
 func TestFig2NoDeadlock(t *testing.T) {
 	for order := range 4 {
-		p, err := Init(ThreadMultiple, Options{Workers: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		eps, err := p.CreateEndpoints(2)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, eps := newJob(t, ThreadMultiple, Options{Workers: 1}, 2)
 		w := eps[0].World()
 		var wg sync.WaitGroup
 		errs := make(chan error, 4)

@@ -14,12 +14,8 @@ import (
 // A handle used by a goroutine other than the one that registered it is
 // refused in checking builds.
 func TestInvariantsForeignGoroutine(t *testing.T) {
-	p, err := Init(ThreadSingle, Options{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, eps := newJob(t, ThreadSingle, Options{Workers: 1}, 2)
 	defer p.Finalize()
-	eps, _ := p.CreateEndpoints(2)
 	h, err := eps[0].Register(fiber.NewGoroutineWaiter())
 	if err != nil {
 		t.Fatal(err)
@@ -34,12 +30,8 @@ func TestInvariantsForeignGoroutine(t *testing.T) {
 // Two callers inside a ThreadSerialized endpoint at the same time are
 // caught: the second one panics with an invariants.Violation.
 func TestInvariantsSerializedOverlap(t *testing.T) {
-	p, err := Init(ThreadSerialized, Options{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, eps := newJob(t, ThreadSerialized, Options{Workers: 1}, 2)
 	defer p.Finalize()
-	eps, _ := p.CreateEndpoints(2)
 	// Simulate a caller inside the endpoint, then enter with another.
 	eps[0].c.busy.Add(1)
 	defer eps[0].c.busy.Add(-1)

@@ -36,14 +36,11 @@ func TestMatchingAgainstModel(t *testing.T) {
 
 func matchingAgainstModel(t *testing.T, lim int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	p, err := Init(ThreadMultiple, Options{Workers: 1, EagerLimit: lim})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, eps := newJob(t, ThreadMultiple, Options{Workers: 1, EagerLimit: lim}, 4)
 	defer p.Finalize()
-	eps, _ := p.CreateEndpoints(4)
 	var h [4]*Endpoint
 	for i, ep := range eps {
+		var err error
 		if h[i], err = ep.Register(fiber.NewGoroutineWaiter()); err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
 	"github.com/fibermpi/fibermpi/rdma/inproc"
@@ -61,31 +60,7 @@ func TestProgressModes(t *testing.T) {
 			})
 			t.Run(fmt.Sprintf("%v/eager=%d/goroutines", mode, lim), func(t *testing.T) {
 				opts := Options{Workers: 1, EagerLimit: lim, Progress: mode, Transport: &queued{Transport: inproc.New()}}
-				p, err := Init(ThreadSingle, opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				eps, err := p.CreateEndpoints(2)
-				if err != nil {
-					t.Fatal(err)
-				}
-				errs := make(chan error, 2)
-				for _, ep := range eps {
-					go func() {
-						h, err := ep.Register(fiber.NewGoroutineWaiter())
-						if err != nil {
-							errs <- err
-							return
-						}
-						errs <- pingPong(h)
-					}()
-				}
-				for range 2 {
-					if err := <-errs; err != nil {
-						t.Error(err)
-					}
-				}
-				if err := p.Finalize(); err != nil {
+				if err := RunGoroutines(ThreadSingle, opts, 2, pingPong); err != nil {
 					t.Fatal(err)
 				}
 			})
