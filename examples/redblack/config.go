@@ -146,6 +146,17 @@ func (c Config) needRows(variant string, stripes int, layout string) error {
 // every iteration with a tolerance, only the last one without.
 func (c Config) tracked(it int) bool { return c.Tol > 0 || it == c.Iters }
 
+// beginIter starts iteration it of worker id: it runs the test fault hook,
+// if any, and reports whether the iteration's residual is tracked.
+func (c Config) beginIter(id, it int) (track bool, err error) {
+	if c.fault != nil {
+		if err := c.fault(id, it); err != nil {
+			return false, err
+		}
+	}
+	return c.tracked(it), nil
+}
+
 // Result is the outcome of a run.
 type Result struct {
 	Variant string

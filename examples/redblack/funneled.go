@@ -80,12 +80,10 @@ func runFunneled(cfg Config) (*Result, error) {
 				it, res := 0, 0.0
 				for it < cfg.Iters {
 					it++
-					if cfg.fault != nil {
-						if err := cfg.fault(id, it); err != nil {
-							return err
-						}
+					track, err := cfg.beginIter(id, it)
+					if err != nil {
+						return err
 					}
-					track := cfg.tracked(it)
 					res = 0
 					for color := red; color <= black; color++ {
 						res = s.relax(b, e, color, res, track)

@@ -183,12 +183,10 @@ func (r *stripes) thread(f *fiber.Fiber, pr *proc, t int) error {
 	it, res := 0, 0.0
 	for it < cfg.Iters {
 		it++
-		if cfg.fault != nil {
-			if err := cfg.fault(id, it); err != nil {
-				return err
-			}
+		track, err := cfg.beginIter(id, it)
+		if err != nil {
+			return err
 		}
-		track := cfg.tracked(it)
 		res = 0
 		for color := red; color <= black; color++ {
 			h++
