@@ -228,7 +228,7 @@ func (e *Endpoint) isendInto(r *Request, c Comm, me, dst, tag int, data []byte, 
 		r = new(Request)
 	}
 	r.kind, r.ep = reqSend, e.c
-	if err := e.rendezvous(c, me, dst, tag, data, sync, r); err != nil {
+	if err := e.rendezvous(c, me, dst, tag, data, r); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -253,7 +253,7 @@ func (e *Endpoint) Eager(n int) bool { return n <= e.c.p.opts.EagerLimit }
 
 // isEager reports whether data goes by the eager protocol.
 func (e *Endpoint) isEager(data []byte, sync bool) bool {
-	return !sync && len(data) <= e.c.p.opts.EagerLimit
+	return !sync && e.Eager(len(data))
 }
 
 // eager copies data into a packet and posts it: the send is complete.
@@ -279,12 +279,13 @@ func (e *Endpoint) eager(c Comm, me, dst, tag int, data []byte) error {
 }
 
 // rendezvous announces a large (or synchronous) send with an RTS; r
-// completes when the receiver's RTR has come and the data is put.
-func (e *Endpoint) rendezvous(c Comm, me, dst, tag int, data []byte, sync bool, r *Request) error {
+// completes when the receiver's RTR has come, so the receive has matched,
+// and the data is put: that is also what a synchronous send waits for.
+func (e *Endpoint) rendezvous(c Comm, me, dst, tag int, data []byte, r *Request) error {
 	to := c.Addrs[dst]
 	pk := e.c.getPacket(e.worker, e.waiter)
 	pk.Context, pk.Source, pk.Tag = c.Context, int32(me), int32(tag)
-	r.buf, r.peer, r.sync = data, to, sync
+	r.buf, r.peer = data, to
 	r.id = e.c.register(r)
 	pk.Kind = packet.KindRTS
 	pk.Request = r.id
@@ -429,7 +430,7 @@ func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool
 	}
 	r := e.scratch
 	r.reset(reqSend, e.c, e.waiter)
-	if err := e.rendezvous(c, me, dst, tag, data, sync, r); err != nil {
+	if err := e.rendezvous(c, me, dst, tag, data, r); err != nil {
 		return err
 	}
 	return r.WaitFor(e.waiter)

@@ -62,7 +62,6 @@ type Request struct {
 	id     uint64    // registry id while a rendezvous is in flight
 	peer   rdma.Addr // the other side
 	region rdma.Region
-	sync   bool // synchronous send: completes when matched
 
 	// doneCh is made on the first Done call; complete closes it.
 	doneCh atomic.Pointer[chan struct{}]
@@ -73,7 +72,7 @@ type Request struct {
 func (r *Request) reset(kind reqKind, c *core, w *fiber.Waiter) {
 	r.ev.Rearm(w)
 	r.kind, r.ep = kind, c
-	r.key, r.buf, r.status, r.sync = match.Key{}, nil, Status{}, false
+	r.key, r.buf, r.status = match.Key{}, nil, Status{}
 	// id, peer and region are written by the rendezvous paths before use.
 }
 
