@@ -285,13 +285,6 @@ func (p *Process) serve() {
 	}
 }
 
-// progress is the caller-driven poll made while a request is pending.
-func (p *Process) progress(w int) {
-	if p.opts.Progress == ProgressCaller {
-		p.tr.Progress(w)
-	}
-}
-
 // pause lets other work run while a caller waits for a resource.
 func (p *Process) pause(w *fiber.Waiter) {
 	if f := w.Fiber(); f != nil {

@@ -103,7 +103,7 @@ func (r *Request) WaitFor(w *fiber.Waiter) error {
 			worker = f.Worker()
 		}
 		for !r.ev.Done() {
-			p.progress(worker)
+			p.tr.Progress(worker)
 			if r.ev.Done() {
 				break
 			}
