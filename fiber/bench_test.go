@@ -201,7 +201,7 @@ func BenchmarkSignal(b *testing.B) {
 	b.Run("event", func(b *testing.B) {
 		var ev Event
 		for b.Loop() {
-			ev.state.Store(&f.waiter)
+			ev.Rearm(&f.waiter)
 			ev.Signal()
 		}
 	})

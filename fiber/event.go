@@ -66,8 +66,16 @@ func (w *Waiter) Block() {
 	<-w.ch
 }
 
-// signalled is the sentinel stored in Event.state once the event fired.
-var signalled = new(Waiter)
+// Event states. The armed waiter itself lives in Event.w: pointer
+// read-modify-writes in Go are calls with a write-barrier check, several
+// times the cost of an integer atomic, so the state that Signal and Arm race
+// on is an integer and the pointer is only loaded, and stored when the
+// waiter changes.
+const (
+	evIdle      uint32 = iota // not fired, no waiter armed
+	evArmed                   // not fired, Event.w is armed
+	evSignalled               // fired
+)
 
 // Event is a one-shot synchronization object: any number of goroutines may
 // Signal it, the first Signal fires it, and a Wait returns once it has fired,
@@ -75,31 +83,36 @@ var signalled = new(Waiter)
 // flag" of seed 000 §3.1). It wakes its waiter exactly once.
 //
 // The zero value is an unfired event ready to use. An Event must not be
-// copied after first use. Reset makes a fired event reusable; it must not
-// race with Signal or Wait.
+// copied after first use. Reset makes a fired event reusable (see Reset for
+// when).
 type Event struct {
-	// state is nil (idle), the armed *Waiter, or the sentinel signalled.
-	// Arm's CompareAndSwap pairs with Signal's Swap: whichever comes second
-	// sees the other's value, so a wake-up is never lost.
-	state atomic.Pointer[Waiter]
+	// state is evIdle, evArmed or evSignalled. Arm's CompareAndSwap pairs
+	// with Signal's Swap: whichever comes second sees the other's value, so
+	// a wake-up is never lost.
+	state atomic.Uint32
+	// w is the waiter armed last. Only an arming waiter stores it, before
+	// the atomic that moves state to evArmed, and only if it changes; Signal
+	// loads it after its Swap saw evArmed. A Signal finishing after its
+	// waiter returned and the event was reused wakes the new waiter at worst,
+	// which Waiter allows (a spurious wake).
+	w atomic.Pointer[Waiter]
 }
 
 // Signal fires the event and wakes its waiter, if one is armed. It reports
 // whether this call fired it (false if it had fired already). It never
 // blocks and may be called from anywhere.
 func (e *Event) Signal() bool {
-	old := e.state.Swap(signalled)
-	if old == signalled {
+	switch e.state.Swap(evSignalled) {
+	case evSignalled:
 		return false
-	}
-	if old != nil {
-		old.Wake()
+	case evArmed:
+		e.w.Load().Wake()
 	}
 	return true
 }
 
 // Done reports whether the event has fired. It is one atomic load.
-func (e *Event) Done() bool { return e.state.Load() == signalled }
+func (e *Event) Done() bool { return e.state.Load() == evSignalled }
 
 // Wait returns once the event has fired. If it has not fired yet, w (the
 // caller's own waiter) is armed and blocked: a fiber yields, a goroutine
@@ -123,36 +136,42 @@ func (e *Event) Wait(w *Waiter) {
 // waits for whichever fires first (WaitAny); Disarm the others afterwards.
 // Arm panics if another waiter is armed.
 func (e *Event) Arm(w *Waiter) bool {
-	for {
-		old := e.state.Load()
-		switch old {
-		case signalled:
-			return false
-		case w:
-			return true
-		case nil:
-			if e.state.CompareAndSwap(nil, w) {
-				return true
-			}
-		default:
+	switch e.state.Load() {
+	case evSignalled:
+		return false
+	case evArmed:
+		if e.w.Load() != w {
 			panic("fiber: two waiters on one Event")
 		}
+		return true
 	}
+	if e.w.Load() != w {
+		e.w.Store(w)
+	}
+	// Only Signal races with us now, and it can only move idle to fired.
+	return e.state.CompareAndSwap(evIdle, evArmed)
 }
 
 // Disarm removes w if it is armed on the event and the event has not fired,
 // and reports whether it did. A Signal racing with Disarm either wakes w or
 // finds it gone; never both, never neither.
 func (e *Event) Disarm(w *Waiter) bool {
-	return e.state.CompareAndSwap(w, nil)
+	return e.w.Load() == w && e.state.CompareAndSwap(evArmed, evIdle)
 }
 
 // Reset returns a fired (or never armed) event to its zero state so it can be
-// reused. It must not be called while a Signal, Wait or Arm on the event may
-// still be running.
-func (e *Event) Reset() { e.state.Store(nil) }
+// reused. It must not race with Wait or Arm, nor with a Signal that has not
+// fired the event yet; once a Wait returned, the Signal that fired the event
+// may still be finishing, and that is allowed (it may then wake the event's
+// next waiter spuriously).
+func (e *Event) Reset() { e.state.Store(evIdle) }
 
 // Rearm is Reset followed by Arm(w) in one store: the event is unfired and
 // w is its waiter, so a later Wait(w) skips the compare-and-swap of Arm. The
 // same rules as Reset apply.
-func (e *Event) Rearm(w *Waiter) { e.state.Store(w) }
+func (e *Event) Rearm(w *Waiter) {
+	if e.w.Load() != w {
+		e.w.Store(w)
+	}
+	e.state.Store(evArmed)
+}

@@ -440,7 +440,7 @@ func TestArmDisarmWaitAny(t *testing.T) {
 		if i != 2 && evs[i].Done() {
 			t.Fatalf("event %d fired", i)
 		}
-		if i != 2 && evs[i].state.Load() != nil {
+		if i != 2 && evs[i].state.Load() != evIdle {
 			t.Fatalf("event %d still armed after Disarm", i)
 		}
 	}
@@ -602,4 +602,54 @@ func TestRearm(t *testing.T) {
 		}
 	}
 	mustWait(t, s)
+}
+
+// TestEventReusedByAnotherWaiter passes one Event around three waiters (two
+// fibers and a goroutine), resetting it between rounds, while a goroutine
+// signals each round: a Signal still finishing its wake-up when the next
+// waiter re-arms the event must neither race (under -race) nor lose or
+// double a round.
+func TestEventReusedByAnotherWaiter(t *testing.T) {
+	const rounds = 3000
+	s := newSched(t, Config{Workers: 1})
+	var (
+		ev    Event
+		turn  [3]Event     // waiter k's turn to arm ev
+		armed atomic.Int64 // the last round whose waiter re-armed ev
+		done  atomic.Int64 // rounds whose Wait returned
+	)
+	armed.Store(-1)
+	waiter := func(k int, w *Waiter) {
+		for i := k; i < rounds; i += 3 {
+			turn[k].Wait(w)
+			turn[k].Reset()
+			ev.Reset()
+			armed.Store(int64(i))
+			ev.Wait(w)
+			done.Add(1)
+			turn[(k+1)%3].Signal()
+		}
+	}
+	for k := range 2 {
+		mustSpawn(t, s, func(f *Fiber) { waiter(k, f.Waiter()) })
+	}
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		waiter(2, NewGoroutineWaiter())
+	}()
+	turn[0].Signal()
+	for i := range int64(rounds) {
+		for armed.Load() != i {
+			runtime.Gosched()
+		}
+		if !ev.Signal() {
+			t.Fatalf("round %d: Signal found the event fired already", i)
+		}
+	}
+	<-finished
+	mustWait(t, s)
+	if got := done.Load(); got != rounds {
+		t.Fatalf("%d rounds completed, want %d", got, rounds)
+	}
 }
