@@ -449,6 +449,15 @@ func (e *Endpoint) Recv(c Comm, src, tag int, buf []byte) (Status, error) {
 	if err := e.post(c, src, tag, buf, r); err != nil {
 		return Status{}, err
 	}
-	err := r.WaitFor(e.waiter)
-	return r.status, err
+	// r.WaitFor(e.waiter), written out: Event.Wait inlines, so a fiber
+	// resumed from its switch returns through one frame fewer (see
+	// fiber.Waiter.park).
+	if !r.ev.Done() {
+		if e.c.p.opts.Progress == ProgressCaller {
+			r.poll(e.waiter)
+		} else {
+			r.ev.Wait(e.waiter)
+		}
+	}
+	return r.status, r.status.Err
 }

@@ -93,26 +93,33 @@ func (r *Request) Status() Status { return r.status }
 // WaitFor blocks the caller that w belongs to until the request completes,
 // and returns its status' error: a fiber yields, a goroutine parks.
 func (r *Request) WaitFor(w *fiber.Waiter) error {
-	if r.ev.Done() {
-		return r.status.Err
-	}
-	if p := r.ep.p; p.opts.Progress == ProgressCaller {
-		// Caller-driven progress: poll, then let others run, until done.
-		worker := packet.NoWorker
-		if f := w.Fiber(); f != nil {
-			worker = f.Worker()
+	if !r.ev.Done() {
+		// Endpoint.Recv has the same lines, to keep its wait one frame
+		// above the fiber switch.
+		if r.ep.p.opts.Progress == ProgressCaller {
+			r.poll(w)
+		} else {
+			r.ev.Wait(w)
 		}
-		for !r.ev.Done() {
-			p.tr.Progress(worker)
-			if r.ev.Done() {
-				break
-			}
-			p.pause(w)
-		}
-		return r.status.Err
 	}
-	r.ev.Wait(w)
 	return r.status.Err
+}
+
+// poll waits for r with caller-driven progress: poll the transport, then
+// let others run, until r is done.
+func (r *Request) poll(w *fiber.Waiter) {
+	p := r.ep.p
+	worker := packet.NoWorker
+	if f := w.Fiber(); f != nil {
+		worker = f.Worker()
+	}
+	for !r.ev.Done() {
+		p.tr.Progress(worker)
+		if r.ev.Done() {
+			break
+		}
+		p.pause(w)
+	}
 }
 
 // Done returns a channel closed when the request completes, for select.

@@ -58,13 +58,7 @@ func (w *Waiter) Wake() {
 //
 // If the fiber's scheduler is closing, Block does not return: it unwinds the
 // fiber with a panic that the scheduler recovers (deferred calls run).
-func (w *Waiter) Block() {
-	if f := w.f; f != nil {
-		f.block()
-		return
-	}
-	<-w.ch
-}
+func (w *Waiter) Block() { w.park(nil) }
 
 // Event states. The armed waiter itself lives in Event.w: pointer
 // read-modify-writes in Go are calls with a write-barrier check, several
@@ -118,15 +112,23 @@ func (e *Event) Done() bool { return e.state.Load() == evSignalled }
 // caller's own waiter) is armed and blocked: a fiber yields, a goroutine
 // parks. Only one waiter may wait on an event at a time; a second concurrent
 // Wait with a different waiter panics.
+//
+// Wait is small enough to inline, so that a fiber's wait is one call (to
+// Waiter.park, which arms the event) between the caller and the coroutine
+// switch.
 func (e *Event) Wait(w *Waiter) {
-	if e.Done() {
-		return
+	if !e.Done() {
+		w.park(e)
 	}
+}
+
+// parkGoroutine is Wait for a goroutine waiter.
+func (e *Event) parkGoroutine(w *Waiter) {
 	if !e.Arm(w) {
 		return
 	}
 	for !e.Done() {
-		w.Block()
+		<-w.ch
 	}
 }
 

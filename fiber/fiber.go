@@ -40,6 +40,7 @@ type Fiber struct {
 
 	started   bool // next has been called at least once (worker only)
 	nested    bool // resumed by another fiber (direct handoff), not the worker
+	looked    bool // park has looked at the word once in this block (fiber only)
 	cancelled bool // set by the worker while the fiber is suspended
 	returned  bool // fn returned normally (fiber only)
 
@@ -68,7 +69,13 @@ func (f *Fiber) Yield() {
 // Wait blocks the fiber until e has fired; it is e.Wait(f.Waiter()).
 func (f *Fiber) Wait(e *Event) { e.Wait(&f.waiter) }
 
-// block suspends the fiber until its run bit is set, and takes that bit.
+// block suspends the fiber until its run bit is set, and takes that bit
+// (Waiter.Block, Yield); see park.
+func (f *Fiber) block() { f.waiter.park(nil) }
+
+// park suspends w's fiber until its run bit is set and takes that bit; with
+// an event, it arms the event with w and waits until it has fired
+// (Event.Wait). A goroutine waiter goes to Event.parkGoroutine.
 //
 // The slow way is to switch back to the worker, which scans its bit-vector
 // and resumes the next runnable fiber: two coroutine switches per handoff.
@@ -80,27 +87,74 @@ func (f *Fiber) Wait(e *Event) { e.Wait(&f.waiter) }
 // switches back to its resumer), and a worker grants at most maxDirect
 // direct handoffs before its own scan gets a turn, so every runnable fiber
 // still runs in a bounded number of steps.
-func (f *Fiber) block() {
+//
+// A resumed fiber returns from the switch through every frame between it
+// and the fiber's code, and after a coroutine switch the CPU mispredicts
+// those returns (its return-address stack holds the other coroutine's
+// calls): about 6 ns a frame here. So both switches, g.next and f.yield,
+// are called from this one function, which Event.Wait and Block (both
+// inlined into their callers) reach in one call, and the event loop is in
+// here rather than around a call.
+func (w *Waiter) park(e *Event) {
+	f := w.f
+	if f == nil {
+		if e == nil {
+			<-w.ch
+		} else {
+			e.parkGoroutine(w)
+		}
+		return
+	}
 	if invariants.Enabled {
 		invariants.Check(f.w.cur == f, "fiber: Block called from outside the fiber")
 	}
-	if f.nested || !f.runNeighbours() {
-		f.yield(struct{}{})
+	if e != nil && (!e.Arm(w) || e.Done()) {
+		return
 	}
-	if f.cancelled {
-		panic(errCancel)
+	wk := f.w
+	for {
+		resumed := false
+		for !f.nested && !resumed {
+			g := f.neighbour()
+			if g == f {
+				resumed = true
+				break
+			}
+			if g == nil {
+				break
+			}
+			g.nested = true
+			wk.cur = g
+			g.started = true
+			_, ok := g.next()
+			wk.cur = f
+			g.nested = false
+			if !ok {
+				wk.exit(g)
+			}
+		}
+		if !resumed {
+			f.yield(struct{}{})
+		}
+		if f.cancelled {
+			panic(errCancel)
+		}
+		if e == nil || e.Done() {
+			return
+		}
 	}
 }
 
-// runNeighbours runs the runnable fibers of f's level-1 word until f's own
-// bit is set, which it takes, returning true; it returns false when the word
-// is empty or the direct-handoff budget is spent. On its first look it
-// prefers the other fibers to f, so that Yield lets them run.
-func (f *Fiber) runNeighbours() bool {
+// neighbour takes the runnable bits of f's level-1 word and picks what park
+// does next: f itself once its own bit is set (taken), another runnable
+// fiber of the word to resume, or nil to yield to the worker (the word is
+// empty or the direct-handoff budget is spent). On its first look it prefers
+// the other fibers to f, so that Yield lets them run.
+func (f *Fiber) neighbour() *Fiber {
 	w := f.w
 	j := f.slot / 64
 	me := uint64(1) << (f.slot % 64)
-	for first := true; w.direct < maxDirect && !w.stop.Load(); first = false {
+	for w.direct < maxDirect && !w.stop.Load() {
 		word := w.local
 		if w.localWord == j {
 			w.local = 0
@@ -111,31 +165,26 @@ func (f *Fiber) runNeighbours() bool {
 			word |= w.l1[j].Swap(0)
 		}
 		if word == 0 {
-			return false
+			return nil
 		}
+		first := !f.looked
 		w.direct++
+		f.looked = true
 		if word&me != 0 && (!first || word == me) {
 			w.giveBack(j, word&^me)
-			return true
+			f.looked = false
+			return f
 		}
 		low := word &^ me
 		low &= -low
 		w.giveBack(j, word&^low)
-		g := w.fibers[j*64+uint32(bits.TrailingZeros64(low))]
-		if g == nil {
-			continue // a late Wake for an ended fiber
+		if g := w.fibers[j*64+uint32(bits.TrailingZeros64(low))]; g != nil {
+			return g
 		}
-		g.nested = true
-		w.cur = g
-		g.started = true
-		_, ok := g.next()
-		w.cur = f
-		g.nested = false
-		if !ok {
-			w.exit(g)
-		}
+		// A late Wake for an ended fiber: look again.
 	}
-	return false
+	f.looked = false
+	return nil
 }
 
 // cancelSignal is the panic value that unwinds a cancelled fiber.
