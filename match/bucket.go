@@ -14,8 +14,13 @@ const (
 	entrySize  = 16            // key + value, two 64-bit words
 	bucketSize = 64            // control entry + three data entries
 	sideSize   = 16            // per-slot sidecar: sequence + FIFO tail
+	cacheSize  = 16            // per-bucket node cache: list head + count
 	pairSize   = 2 * cacheLine // bucket line + sidecar line
-	pairPad    = pairSize - bucketSize - slots*sideSize
+	pairPad    = pairSize - bucketSize - slots*sideSize - cacheSize
+
+	// maxCached is how many free nodes a bucket keeps for its slots'
+	// FIFOs before it returns them to the table's free list.
+	maxCached = 64
 )
 
 // Per-slot bits of bucket.meta: slot i uses bits 2i and 2i+1.
@@ -71,10 +76,18 @@ type side struct {
 // pair is what the table allocates: a bucket on its own cache line and its
 // sidecar on the next one. Pairs are 128-byte aligned (see TestLayout), so
 // two operations on different chains never share a line.
+//
+// The sidecar line also holds the bucket's node cache: nodes freed from its
+// slots' FIFOs, reused by the next append to them, both with the chain
+// locked, so the steady state of a key with a window of pending items takes
+// no lock but the chain's. Up to maxCached nodes stay; the rest go to the
+// table's free list.
 type pair struct {
-	b bucket
-	s [slots]side
-	_ [pairPad]byte
+	b      bucket
+	s      [slots]side
+	cached *node  // free nodes, linked by next
+	ncache uint32 // length of cached
+	_      [pairPad]byte
 }
 
 // node holds an item after the head of a key's FIFO, or a posted wildcard

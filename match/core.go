@@ -160,6 +160,18 @@ func (t *core) freeNode(n *node) {
 	t.freeMu.Unlock()
 }
 
+// cacheNode frees n, a node of one of p's slots, into p's node cache, or to
+// the free list when the cache is full. The chain must be locked.
+func (t *core) cacheNode(p *pair, n *node) {
+	if p.ncache == maxCached {
+		t.freeNode(n)
+		return
+	}
+	n.item = nil // let the caller's object go
+	n.next = p.cached
+	p.cached, p.ncache = n, p.ncache+1
+}
+
 // The FIFO of a slot is its head (entry.val, side.seq) followed by a
 // circular list of nodes whose tail is side.tail. All of the following are
 // called with the chain locked.
@@ -264,7 +276,7 @@ func (t *core) unlinkFirst(p *pair, i int) *opaque {
 	}
 	s.seq = first.seq
 	v := first.item
-	t.freeNode(first)
+	t.cacheNode(p, first)
 	return v
 }
 
@@ -281,7 +293,12 @@ func (t *core) fill(p *pair, i int, k uint64, v *opaque, kind uint32, seq uint64
 
 // appendItem adds v behind the items of the occupied slot (p, i).
 func (t *core) appendItem(p *pair, i int, v *opaque, seq uint64) {
-	n := t.newNode()
+	n := p.cached
+	if n != nil {
+		p.cached, p.ncache = n.next, p.ncache-1
+	} else {
+		n = t.newNode()
+	}
 	n.item, n.seq = v, seq
 	s := &p.s[i]
 	if s.tail == nil {
@@ -358,7 +375,7 @@ func (t *core) removeItem(p *pair, i int, v *opaque) bool {
 					s.tail = prev
 				}
 			}
-			t.freeNode(n)
+			t.cacheNode(p, n)
 			return true
 		}
 		if n == s.tail {
