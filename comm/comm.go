@@ -196,6 +196,40 @@ func (c *Comm[T]) Irecv(buf []T, src, tag int) (*Request[T], error) {
 	return q, nil
 }
 
+// IrecvInto is Irecv into a request the caller provides and reuses, so a
+// loop of receives allocates nothing: q must be new (its zero value) or
+// complete, and a pending q gets endpoint.ErrRequestActive. Whatever q held
+// before (status, Done channel) is dropped; nothing else may use q
+// meanwhile. On success q is the new receive's request.
+func (c *Comm[T]) IrecvInto(q *Request[T], buf []T, src, tag int) error {
+	if err := q.recycle(c); err != nil {
+		return err
+	}
+	if err := c.ep.IrecvInto(&q.own, c.c, src, tag, c.bytes(buf)); err != nil {
+		q.release()
+		q.r = nil
+		return err
+	}
+	q.r = &q.own
+	return nil
+}
+
+// IsendInto is Isend into a request the caller provides and reuses, on the
+// same terms as IrecvInto.
+func (c *Comm[T]) IsendInto(q *Request[T], buf []T, dst, tag int) error {
+	if err := q.recycle(c); err != nil {
+		return err
+	}
+	r, err := c.ep.IsendInto(&q.own, c.c, c.rank, dst, tag, c.bytes(buf))
+	if err != nil {
+		q.release()
+		q.r = nil
+		return err
+	}
+	q.r = r
+	return nil
+}
+
 // bytes views buf as bytes, in place.
 func (c *Comm[T]) bytes(buf []T) []byte {
 	if len(buf) == 0 {

@@ -360,6 +360,22 @@ func TestZeroAllocs(t *testing.T) {
 	if allocs != 1 {
 		t.Fatalf("Irecv+Wait allocates %.1f times, want 1", allocs)
 	}
+	// IrecvInto and IsendInto with requests the caller reuses: nothing.
+	var rq, sq Request[float64]
+	allocs = testing.AllocsPerRun(rounds, func() {
+		if err := c0.IrecvInto(&rq, buf, 0, 6); err != nil {
+			t.Fatal(err)
+		}
+		if err := c0.IsendInto(&sq, buf, 0, 6); err != nil {
+			t.Fatal(err)
+		}
+		if err := WaitAll(&rq, &sq); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("IrecvInto+IsendInto+WaitAll allocates %.1f times", allocs)
+	}
 	var nilReq *Request[float64]
 	select {
 	case <-nilReq.Done():
@@ -460,5 +476,144 @@ func TestBadConstruction(t *testing.T) {
 	}
 	if _, err := New[int](h, h.World(), 5); !errors.Is(err, endpoint.ErrRank) {
 		t.Errorf("New with rank 5 of 2: %v", err)
+	}
+}
+
+// TestRequestReuse runs windows of IrecvInto/IsendInto over the same
+// requests, every eager limit, and checks every message and status; then
+// the bad uses: a pending request, a nil one, a failed start.
+func TestRequestReuse(t *testing.T) {
+	const window, windows = 16, 50
+	run(t, 2, func(t *testing.T, opts endpoint.Options) {
+		err := endpoint.RunWith(endpoint.ThreadSingle, opts, 2, func(ep *endpoint.Endpoint) error {
+			c, err := World[int64](ep)
+			if err != nil {
+				return err
+			}
+			var reqs [window]Request[int64]
+			ws := make([]Waitable, window)
+			bufs := make([][]int64, window)
+			for i := range bufs {
+				bufs[i] = make([]int64, 1+i*200) // up to 24 KiB: both protocols at the default limit
+				ws[i] = &reqs[i]
+			}
+			for k := range int64(windows) {
+				for i, buf := range bufs {
+					if c.Rank() == 0 {
+						for j := range buf {
+							buf[j] = k*1000 + int64(i+j)
+						}
+						err = c.IsendInto(&reqs[i], buf, 1, i)
+					} else {
+						clear(buf)
+						err = c.IrecvInto(&reqs[i], buf, 0, i)
+					}
+					if err != nil {
+						return fmt.Errorf("window %d, request %d: %w", k, i, err)
+					}
+				}
+				if err := WaitAll(ws...); err != nil {
+					return err
+				}
+				if c.Rank() == 0 {
+					continue
+				}
+				for i, buf := range bufs {
+					st, ok := reqs[i].Test()
+					if !ok || st.Count != len(buf) || st.Source != 0 || st.Tag != i {
+						return fmt.Errorf("window %d, request %d: status %+v, %v", k, i, st, ok)
+					}
+					for j, v := range buf {
+						if v != k*1000+int64(i+j) {
+							return fmt.Errorf("window %d, request %d: element %d is %d", k, i, j, v)
+						}
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	p, eps := goroutineRanks(t, 2, endpoint.Options{Workers: 1})
+	defer p.Finalize()
+	c0 := register[byte](t, eps[0])
+	var q Request[byte]
+	buf := make([]byte, 4)
+	if err := c0.IrecvInto(nil, buf, 1, 0); !errors.Is(err, endpoint.ErrNilRequest) {
+		t.Fatalf("IrecvInto(nil): %v", err)
+	}
+	if err := c0.IrecvInto(&q, buf, 5, 0); !errors.Is(err, endpoint.ErrRank) {
+		t.Fatalf("IrecvInto from rank 5 of 2: %v", err)
+	}
+	if err := c0.IrecvInto(&q, buf, 1, 0); err != nil { // the failed start left q reusable
+		t.Fatalf("IrecvInto after a failed start: %v", err)
+	}
+	done := q.Done() // taken before the message arrives
+	if err := c0.IrecvInto(&q, buf, 1, 1); !errors.Is(err, endpoint.ErrRequestActive) {
+		t.Fatalf("IrecvInto on a pending request: %v", err)
+	}
+	if err := c0.IsendInto(&q, buf, 1, 1); !errors.Is(err, endpoint.ErrRequestActive) {
+		t.Fatalf("IsendInto on a pending request: %v", err)
+	}
+	c1 := register[byte](t, eps[1])
+	for i := range byte(2) {
+		if err := c1.Send([]byte{i, 1, 2, 3}, 0, int(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+	if st, err := q.Wait(); err != nil || st.Tag != 0 || buf[0] != 0 {
+		t.Fatalf("the pending receive: %+v %v, buf %v", st, err, buf)
+	}
+	// Reused after Done was taken: the new request's channel is its own.
+	if err := c0.IrecvInto(&q, buf, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	<-q.Done()
+	if st, err := q.Wait(); err != nil || st.Tag != 1 || buf[0] != 1 {
+		t.Fatalf("the reused receive: %+v %v, buf %v", st, err, buf)
+	}
+}
+
+// TestRequestReuseDone reuses one receive request as fast as it completes,
+// taking its Done channel each time, while another goroutine sends: a
+// completion still finishing when the request is reused must not close the
+// next receive's channel early (nor race, under -race).
+func TestRequestReuseDone(t *testing.T) {
+	const rounds = 2000
+	p, eps := goroutineRanks(t, 2, endpoint.Options{Workers: 1})
+	defer p.Finalize()
+	sent := make(chan error, 1)
+	go func() {
+		c1 := register[int32](t, eps[1])
+		for i := range int32(rounds) {
+			if err := c1.Send([]int32{i}, 0, 0); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	c0 := register[int32](t, eps[0])
+	var q Request[int32]
+	buf := make([]int32, 1)
+	for i := range int32(rounds) {
+		if err := c0.IrecvInto(&q, buf, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		<-q.Done()
+		st, ok := q.Test()
+		if !ok {
+			t.Fatalf("round %d: Done closed before the receive completed", i)
+		}
+		if st.Err != nil || buf[0] != i {
+			t.Fatalf("round %d: %+v, got %d", i, st, buf[0])
+		}
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
 	}
 }

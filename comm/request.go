@@ -11,6 +11,10 @@ import (
 // Request is a pending send or receive on a Comm[T]: a future of its Status.
 // It belongs to the caller that started it (its waits use that caller's
 // waiter): a fiber yields in Wait, a goroutine parks.
+//
+// Isend and Irecv return a new request; IsendInto and IrecvInto start the
+// operation in one the caller provides, its zero value or a completed one,
+// so that a loop of nonblocking operations allocates nothing.
 type Request[T any] struct {
 	r      *endpoint.Request // own, or a shared completed send
 	own    endpoint.Request  // embedded: one allocation per request
@@ -36,6 +40,24 @@ func (q *Request[T]) finish() Status {
 		}
 	}
 	return q.st
+}
+
+// recycle readies q, new or complete, for another operation on c.
+func (q *Request[T]) recycle(c *Comm[T]) error {
+	if q == nil {
+		return endpoint.ErrNilRequest
+	}
+	if q.r != nil {
+		if !q.r.Test() {
+			return endpoint.ErrRequestActive
+		}
+		if !q.finished {
+			q.release()
+		}
+	}
+	q.r, q.w, q.size, q.unpack = nil, c.ep.Waiter(), c.size, nil
+	q.hold, q.finished, q.st = c.hold(), false, Status{}
+	return nil
 }
 
 // release drops the request's reference on its communicator.

@@ -32,6 +32,8 @@ var (
 	ErrCancelled = errors.New("endpoint: request cancelled")
 	// ErrNilRequest is returned for a nil request.
 	ErrNilRequest = errors.New("endpoint: nil request")
+	// ErrRequestActive: a request passed for reuse has not completed.
+	ErrRequestActive = errors.New("endpoint: request still pending")
 	// ErrTransfer is the status error of a rendezvous receive whose data
 	// transfer failed at the sender.
 	ErrTransfer = errors.New("endpoint: rendezvous transfer failed")
@@ -203,7 +205,8 @@ func (e *Endpoint) isend(c Comm, me, dst, tag int, data []byte, sync bool) (*Req
 
 // IsendInto is Isend with a request the caller provides (nil means
 // allocate one), so a layer above can embed the request in its own and
-// allocate once. r must be new (zero) and is used only if the send goes by
+// allocate once. r must be new (zero) or complete (it is then reused; a
+// pending one gets ErrRequestActive) and is used only if the send goes by
 // rendezvous; the request returned is r, or a shared completed request for
 // an eager send.
 func (e *Endpoint) IsendInto(r *Request, c Comm, me, dst, tag int, data []byte) (*Request, error) {
@@ -227,8 +230,11 @@ func (e *Endpoint) isendInto(r *Request, c Comm, me, dst, tag int, data []byte, 
 	if r == nil {
 		r = new(Request)
 	}
-	r.kind, r.ep = reqSend, e.c
+	if err := r.recycle(reqSend, e.c); err != nil {
+		return nil, err
+	}
 	if err := e.rendezvous(c, me, dst, tag, data, r); err != nil {
+		r.fail(err)
 		return nil, err
 	}
 	return r, nil
@@ -241,6 +247,7 @@ var completedSend = func() *Request {
 	r := &Request{kind: reqSend}
 	r.ev.Signal()
 	r.closed.Store(true)
+	r.settled.Store(true)
 	ch := make(chan struct{})
 	close(ch)
 	r.doneCh.Store(&ch)
@@ -316,7 +323,9 @@ func (e *Endpoint) Irecv(c Comm, src, tag int, buf []byte) (*Request, error) {
 }
 
 // IrecvInto is Irecv with a request the caller provides, which must be new
-// (zero); a layer above embeds it in its own request to allocate once.
+// (zero) or complete (it is then reused; a pending one gets
+// ErrRequestActive); a layer above embeds it in its own request to allocate
+// once.
 func (e *Endpoint) IrecvInto(r *Request, c Comm, src, tag int, buf []byte) error {
 	if r == nil {
 		return ErrNilRequest
@@ -325,8 +334,14 @@ func (e *Endpoint) IrecvInto(r *Request, c Comm, src, tag int, buf []byte) error
 		return err
 	}
 	defer e.leave()
-	r.kind, r.ep = reqRecv, e.c
-	return e.post(c, src, tag, buf, r)
+	if err := r.recycle(reqRecv, e.c); err != nil {
+		return err
+	}
+	if err := e.post(c, src, tag, buf, r); err != nil {
+		r.fail(err)
+		return err
+	}
+	return nil
 }
 
 // post matches receive r against the arrived messages or queues it.

@@ -4,7 +4,9 @@ package endpoint
 
 import (
 	"errors"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/fibermpi/fibermpi/fiber"
@@ -49,5 +51,77 @@ func TestInvariantsSerializedOverlap(t *testing.T) {
 	wg.Wait()
 	if _, ok := got.(invariants.Violation); !ok {
 		t.Fatalf("overlapping callers: recovered %v, want an invariants.Violation", got)
+	}
+}
+
+// A request reused as soon as it completed waits for its completer to
+// finish: the completer is held between its Signal and its last write (the
+// Done channel, settled) while the receiver reuses the request and takes
+// the new receive's Done channel, which must stay open.
+func TestRecycleWaitsForCompleter(t *testing.T) {
+	paused, release := make(chan *Request, 1), make(chan struct{})
+	completeHook = func(r *Request) {
+		if r.kind == reqRecv {
+			paused <- r
+			<-release
+		}
+	}
+	defer func() { completeHook = nil }()
+	p, eps := newJob(t, ThreadMultiple, Options{Workers: 1}, 2)
+	defer p.Finalize()
+	h0, err := eps[0].Register(fiber.NewGoroutineWaiter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Request
+	if err := h0.IrecvInto(&r, h0.World(), 1, 0, make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan error, 1)
+	go func() {
+		h1, err := eps[1].Register(fiber.NewGoroutineWaiter())
+		if err == nil {
+			err = h1.Send(h1.World(), 1, 0, 0, []byte{7})
+		}
+		sent <- err
+	}()
+	<-paused // the send's completion of r is between Signal and the rest
+	if !r.Test() {
+		t.Fatal("paused before the Signal")
+	}
+	var proceeded atomic.Bool
+	reused := make(chan (<-chan struct{}), 1)
+	go func() {
+		h, err := eps[0].Register(fiber.NewGoroutineWaiter())
+		if err == nil {
+			err = h.IrecvInto(&r, h.World(), 1, 1, make([]byte, 1))
+		}
+		proceeded.Store(true)
+		if err != nil {
+			t.Error(err)
+		}
+		reused <- r.Done()
+	}()
+	for range 1000 {
+		if proceeded.Load() {
+			break
+		}
+		runtime.Gosched()
+	}
+	if proceeded.Load() {
+		t.Error("IrecvInto reused the request while its completion was unfinished")
+	}
+	close(release)
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	ch := <-reused
+	select {
+	case <-ch:
+		t.Fatal("the reused request's Done channel was closed by the earlier completion")
+	default:
+	}
+	if !r.Cancel() {
+		t.Fatal("the reused receive could not be cancelled")
 	}
 }

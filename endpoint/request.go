@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/internal/invariants"
 	"github.com/fibermpi/fibermpi/match"
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
@@ -45,8 +47,10 @@ const (
 
 // A Request is a pending send or receive. It completes once, after which
 // Status is final. Requests are not pooled: a Request belongs to the caller
-// that made it, for as long as the caller keeps it. (An eager Isend, complete
-// when it returns, returns a shared request that is complete and immutable.)
+// that made it, for as long as the caller keeps it, and the caller may pass
+// a completed one to IrecvInto or IsendInto to reuse its memory. (An eager
+// Isend, complete when it returns, returns a shared request that is complete
+// and immutable.)
 //
 // Wait, WaitContext and Done may be used from any goroutine or fiber; Wait
 // and WaitFor yield a fiber and park a goroutine.
@@ -66,6 +70,10 @@ type Request struct {
 	// doneCh is made on the first Done call; complete closes it.
 	doneCh atomic.Pointer[chan struct{}]
 	closed atomic.Bool
+	// settled is complete's last write: once it is true, complete no
+	// longer touches the request, and a completed request may be reused
+	// (recycle).
+	settled atomic.Bool
 }
 
 // reset readies a handle's scratch request for another blocking call.
@@ -79,9 +87,50 @@ func (r *Request) reset(kind reqKind, c *core, w *fiber.Waiter) {
 // complete finishes the request: status is final, waiters wake.
 func (r *Request) complete() {
 	r.ev.Signal()
+	if invariants.Enabled && completeHook != nil {
+		completeHook(r)
+	}
 	if ch := r.doneCh.Load(); ch != nil && r.closed.CompareAndSwap(false, true) {
 		close(*ch)
 	}
+	r.settled.Store(true)
+}
+
+// fail completes r, which never started (the call that was to start it
+// failed), with err: it may then be reused like any completed request.
+func (r *Request) fail(err error) {
+	r.status.Err = err
+	r.complete()
+}
+
+// completeHook, when set (by tests, in invariants builds), runs inside
+// complete between the Signal and the rest, to widen that window.
+var completeHook func(*Request)
+
+// recycle readies r for another operation of the given kind on c: r must
+// be new (zero) or complete, else it returns ErrRequestActive. The old
+// status is dropped. Its caller owns r: nothing else may use it meanwhile.
+func (r *Request) recycle(kind reqKind, c *core) error {
+	if r.ep != nil {
+		if !r.ev.Done() {
+			return ErrRequestActive
+		}
+		// The completer may still be between its Signal and its last
+		// write: for a few instructions.
+		for !r.settled.Load() {
+			runtime.Gosched()
+		}
+		r.ev.Reset()
+		r.key, r.buf, r.status = match.Key{}, nil, Status{}
+		r.id, r.peer, r.region = 0, 0, rdma.Region{}
+		if r.doneCh.Load() != nil {
+			r.doneCh.Store(nil)
+			r.closed.Store(false)
+		}
+		r.settled.Store(false)
+	}
+	r.kind, r.ep = kind, c
+	return nil
 }
 
 // Test reports whether the request has completed. It never blocks.
