@@ -186,14 +186,41 @@ func BenchmarkPingPong(b *testing.B) {
 	}
 }
 
-// BenchmarkMessageRate is osu_mbw_mr on two workers: rank 0 starts a window of
-// 64 nonblocking sends of 8 bytes, rank 1 posts 64 receives, both wait for
-// all of theirs, and rank 1 acknowledges the window with a 1-byte message.
-// One op is one window; msgs/s and ns/msg are per message.
+// BenchmarkMessageRate is osu_mbw_mr on two workers: of 2×pairs ranks,
+// rank i < pairs sends to rank i+pairs. A sender starts a window of 64
+// nonblocking sends of 8 bytes, its receiver posts 64 receives, both wait
+// for all of theirs, and the receiver acknowledges the window with a 1-byte
+// message. Ranks are spawned round-robin, so with pairs=1 the sender and
+// the receiver run on different workers (every message crosses cores), and
+// with pairs=2 each pair shares a worker and the two pairs run in parallel.
+//
+// Pair 0 drives b.Loop (one op is one of its windows); the other pairs run
+// windows until it is done, and the windows they complete meanwhile count
+// too: msgs/s and ns/msg are for the messages of all pairs.
+//
+// req=new starts every message with Isend/Irecv, which allocate a request
+// per receive; req=reused gives IsendInto/IrecvInto the same 64 requests
+// every window, as an MPI library hands out requests from a pool.
 func BenchmarkMessageRate(b *testing.B) {
+	for _, pairs := range []int{1, 2} {
+		for _, reuse := range []bool{false, true} {
+			name := fmt.Sprintf("pairs=%d/req=new", pairs)
+			if reuse {
+				name = fmt.Sprintf("pairs=%d/req=reused", pairs)
+			}
+			b.Run(name, func(b *testing.B) { messageRate(b, pairs, reuse) })
+		}
+	}
+}
+
+func messageRate(b *testing.B, pairs int, reuse bool) {
 	const window = 64
-	var cpu time.Duration // of the timed loop, read by rank 0
-	err := endpoint.RunWith(endpoint.ThreadSingle, endpoint.Options{Workers: 2}, 2, func(ep *endpoint.Endpoint) error {
+	var (
+		cpu     time.Duration // of the timed loop, read by rank 0
+		phase   atomic.Int32  // 0 before rank 0's loop, 1 in it, 2 after
+		windows atomic.Int64  // windows completed in phase 1, all pairs
+	)
+	err := endpoint.RunWith(endpoint.ThreadSingle, endpoint.Options{Workers: 2}, 2*pairs, func(ep *endpoint.Endpoint) error {
 		c, err := comm.World[uint64](ep)
 		if err != nil {
 			return err
@@ -204,55 +231,97 @@ func BenchmarkMessageRate(b *testing.B) {
 		}
 		bufs := make([]uint64, window)
 		reqs := make([]comm.Waitable, window)
+		own := make([]comm.Request[uint64], window)
+		for i := range own {
+			reqs[i] = &own[i]
+		}
 		ack := make([]byte, 1)
-		// sendWindow sends one window whose messages carry v (0 = stop).
-		sendWindow := func(v uint64) error {
+		// start starts message i of a window: a send or a receive.
+		start := func(i int, send bool, peer int) error {
+			buf := bufs[i : i+1]
+			switch {
+			case reuse && send:
+				return c.IsendInto(&own[i], buf, peer, 0)
+			case reuse:
+				return c.IrecvInto(&own[i], buf, peer, 0)
+			}
+			var r *comm.Request[uint64]
+			var err error
+			if send {
+				r, err = c.Isend(buf, peer, 0)
+			} else {
+				r, err = c.Irecv(buf, peer, 0)
+			}
+			reqs[i] = r
+			return err
+		}
+		me := c.Rank()
+		if me >= pairs { // a receiver
+			from := me - pairs
+			for {
+				for i := range bufs {
+					if err := start(i, false, from); err != nil {
+						return err
+					}
+				}
+				if err := comm.WaitAll(reqs...); err != nil {
+					return err
+				}
+				if bufs[0] == 0 {
+					return nil
+				}
+				if err := acks.Send(ack, from, 1); err != nil {
+					return err
+				}
+			}
+		}
+		to := me + pairs
+		// window sends one window whose messages carry v (0 = stop) and,
+		// unless it is the last, waits for its acknowledgement.
+		window := func(v uint64) error {
 			for i := range bufs {
 				bufs[i] = v
-				r, err := c.Isend(bufs[i:i+1], 1, 0)
-				if err != nil {
+				if err := start(i, true, to); err != nil {
 					return err
 				}
-				reqs[i] = r
 			}
-			return comm.WaitAll(reqs...)
+			if err := comm.WaitAll(reqs...); err != nil || v == 0 {
+				return err
+			}
+			_, err := acks.Recv(ack, to, 1)
+			return err
 		}
-		if c.Rank() == 0 {
+		if me == 0 {
 			cpu0 := testenv.ProcessCPU()
+			phase.Store(1)
+			n := int64(0)
 			for b.Loop() {
-				if err := sendWindow(1); err != nil {
+				if err := window(1); err != nil {
 					return err
 				}
-				if _, err := acks.Recv(ack, 1, 1); err != nil {
-					return err
-				}
+				n++
 			}
+			phase.Store(2)
+			windows.Add(n)
 			cpu = testenv.ProcessCPU() - cpu0
-			return sendWindow(0)
+			return window(0)
 		}
-		for {
-			for i := range bufs {
-				r, err := c.Irecv(bufs[i:i+1], 0, 0)
-				if err != nil {
-					return err
-				}
-				reqs[i] = r
-			}
-			if err := comm.WaitAll(reqs...); err != nil {
+		n := int64(0)
+		for p := phase.Load(); p != 2; p = phase.Load() {
+			if err := window(1); err != nil {
 				return err
 			}
-			if bufs[0] == 0 {
-				return nil
-			}
-			if err := acks.Send(ack, 0, 1); err != nil {
-				return err
+			if p == 1 && phase.Load() == 1 {
+				n++
 			}
 		}
+		windows.Add(n)
+		return window(0)
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	msgs := float64(b.N * window)
+	msgs := float64(windows.Load() * window)
 	b.ReportMetric(msgs/b.Elapsed().Seconds(), "msgs/s")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/msgs, "ns/msg")
 	b.ReportMetric(float64(cpu.Nanoseconds())/msgs, "cpu-ns/msg")
