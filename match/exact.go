@@ -91,6 +91,19 @@ func (t *core) cancel(k uint64, r *opaque) bool {
 	return ok
 }
 
+// leads is Leads: r heads k's receive FIFO and no wildcard receive is
+// posted (or being posted; wild counts both).
+func (t *core) leads(k uint64, r *opaque) bool {
+	h := t.chain(k)
+	h.b.lock()
+	ok := false
+	if p, i, _, _ := find(h, k); p != nil && p.recv(i) && t.head(p, i) == r {
+		ok = t.wild.Load() == 0
+	}
+	h.b.unlock()
+	return ok
+}
+
 // insert is the seed's Insert: store v under k if k holds nothing, else
 // report k's head. The returned slot is where the head (or v) is.
 func (t *core) insert(k uint64, v *opaque, kind uint32) (e *entry, cur *opaque, curKind uint32, stored bool) {

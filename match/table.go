@@ -154,6 +154,17 @@ func (t *Table[M, R]) Cancel(k Key, r *R) bool {
 	return t.c.cancel(k.v, fromRecv(r))
 }
 
+// Leads reports whether the receive r, posted with the exact key k, is the
+// first receive queued under k while no wildcard receive is posted: then the
+// next message to arrive under k goes to r, unless r is cancelled first. A
+// receiver-driven rendezvous offers r's buffer to the sender only then.
+func (t *Table[M, R]) Leads(k Key, r *R) bool {
+	if r == nil || k.IsWildcard() {
+		return false
+	}
+	return t.c.leads(k.v, fromRecv(r))
+}
+
 // Insert is the seed's primitive (seed 001 §2.2, §3.2): if nothing is queued
 // under the exact key k it stores it and returns stored true; otherwise it
 // stores nothing and returns the head of k's queue in cur. Either way s is

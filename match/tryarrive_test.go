@@ -56,3 +56,40 @@ func TestTryArrive(t *testing.T) {
 		}
 	}
 }
+
+// Leads: only the first receive of an exact key, and only while no
+// wildcard receive is posted.
+func TestLeads(t *testing.T) {
+	tb, err := New[int, int](Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, other := MustKey(1, 2, 3), MustKey(1, 2, 4)
+	r1, r2, rw := 1, 2, 3
+	if tb.Leads(k, &r1) {
+		t.Fatal("Leads for a receive never posted")
+	}
+	tb.Post(k, &r1)
+	tb.Post(k, &r2)
+	if !tb.Leads(k, &r1) || tb.Leads(k, &r2) || tb.Leads(other, &r1) {
+		t.Fatal("Leads: want the first receive of k only")
+	}
+	if tb.Leads(MustKey(1, AnySource, 3), &r1) {
+		t.Fatal("Leads with a wildcard key")
+	}
+	wk := MustKey(1, 2, AnyTag)
+	tb.Post(wk, &rw)
+	if tb.Leads(k, &r1) {
+		t.Fatal("Leads while a wildcard receive is posted")
+	}
+	if !tb.Cancel(wk, &rw) || !tb.Leads(k, &r1) {
+		t.Fatal("Leads after the wildcard was cancelled")
+	}
+	m := 10
+	if got, ok, _ := tb.Arrive(k, &m); !ok || got != &r1 {
+		t.Fatal("the message did not go to the leading receive")
+	}
+	if !tb.Leads(k, &r2) {
+		t.Fatal("the second receive does not lead once the first matched")
+	}
+}
