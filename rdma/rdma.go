@@ -17,8 +17,10 @@
 //
 // Send hands a packet to the transport; ownership passes with it, and the
 // transport delivers it to the peer's Receiver exactly once, or returns an
-// error and keeps nothing. Packets between one pair of endpoints, sent by one
-// goroutine or fiber, are delivered in the order they were sent. A transport
+// error and keeps nothing. Packets between one pair of endpoints are
+// delivered in the order they were sent when their Send calls do not
+// overlap in time (in particular, all sent by one goroutine or fiber); the
+// endpoint layer's receiver-driven rendezvous relies on it. A transport
 // may deliver synchronously, in the sender's call (inproc does), or later,
 // from Progress; a Receiver must therefore not block and must not assume it
 // runs on any particular goroutine.

@@ -50,7 +50,8 @@
 //   - Order: packets one goroutine sends to one peer arrive in the order
 //     sent, with several goroutines of one endpoint sending to one peer at
 //     once, each with its own sequence, and with many endpoints sending to
-//     one receiver at once.
+//     one receiver at once; and sends to one peer that do not overlap in
+//     time arrive in order even when goroutines take turns making them.
 //   - Conservation: after the traffic (and after Close), every packet is
 //     back in the pool; a refused Send leaves the packet with the caller,
 //     intact and still usable.

@@ -78,6 +78,7 @@ var cases = []struct {
 	{"Name", testName},
 	{"Delivery", testDelivery},
 	{"FIFO", testFIFO},
+	{"HandedOrder", testHandedOrder},
 	{"ManyToOne", testManyToOne},
 	{"SendFromReceive", testSendFromReceive},
 	{"Rendezvous", testRendezvous},
