@@ -135,10 +135,8 @@ func (c *Comm[T]) Sendrecv(sendbuf []T, dst, sendtag int, recvbuf []T, src, recv
 		return Status{}, err
 	}
 	if err := c.Send(sendbuf, dst, sendtag); err != nil {
-		if rr.Cancel() {
-			return Status{}, err
-		}
-		rr.Wait()
+		rr.Cancel()
+		rr.Wait() // cancelled, or completed by a message that matched first
 		return Status{}, err
 	}
 	return rr.Wait()

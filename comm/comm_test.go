@@ -13,6 +13,7 @@ import (
 	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/internal/invariants"
 	"github.com/fibermpi/fibermpi/internal/testenv"
+	"github.com/fibermpi/fibermpi/rdma/inproc"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 )
@@ -31,6 +32,9 @@ func run(t *testing.T, k int, fn func(t *testing.T, opts endpoint.Options)) {
 			fn(t, endpoint.Options{EagerLimit: lim, Workers: 2})
 		})
 	}
+	t.Run("remote/eager=-1", func(t *testing.T) {
+		fn(t, endpoint.Options{EagerLimit: -1, Workers: 2, Transport: remote{inproc.New()}})
+	})
 }
 
 type particle struct {

@@ -37,6 +37,10 @@ type core struct {
 
 	// ctx is the endpoint's context-id state (context.go).
 	ctx contexts
+
+	// off is the receiver-driven rendezvous state (offer.go); nil on a
+	// transport that reaches its peers directly.
+	off *offers
 }
 
 func newCore(p *Process, addr rdma.Addr, level ThreadLevel, mcfg match.Config) (*core, error) {
@@ -45,6 +49,9 @@ func newCore(p *Process, addr rdma.Addr, level ThreadLevel, mcfg match.Config) (
 		return nil, err
 	}
 	c := &core{p: p, addr: addr, level: level, table: t, rv: make(map[uint64]*Request)}
+	if p.local == nil {
+		c.off = newOffers()
+	}
 	if err := p.tr.Bind(addr, c); err != nil {
 		return nil, err
 	}
@@ -97,6 +104,7 @@ func (c *core) Receive(w int, pk *packet.Packet) {
 	switch pk.Kind {
 	case packet.KindEager, packet.KindRTS:
 		key := match.MustKey(pk.Context, pk.Source, pk.Tag)
+		from := rdma.Addr(pk.RemoteAddr)
 		r, ok, err := c.table.Arrive(key, pk)
 		if err != nil {
 			// The sender built the key from a checked communicator;
@@ -106,10 +114,19 @@ func (c *core) Receive(w int, pk *packet.Packet) {
 		if ok {
 			c.matched(w, r, pk)
 		}
+		if c.off != nil {
+			c.off.counted(from) // after matching: see offer.go
+		}
 	case packet.KindRTR:
+		if pk.Flags&rtrOffer != 0 {
+			c.onOffer(w, pk)
+			return
+		}
 		c.onRTR(w, pk)
 	case packet.KindDone:
 		c.onDone(w, pk)
+	case packet.KindControl:
+		c.onControl(w, pk)
 	default:
 		c.p.pool.Put(w, pk)
 		panic(fmt.Sprintf("endpoint: unexpected packet kind %v", pk.Kind))
@@ -146,6 +163,10 @@ func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 			r.status.Err = &TruncateError{Have: len(r.buf), Got: len(data)}
 		}
 		c.p.pool.Put(w, pk)
+		if r.hasRegion { // registered for an offer (offer.go)
+			c.take(r.id)
+			c.dropRegion(r)
+		}
 		r.complete()
 		return
 	}
@@ -160,15 +181,18 @@ func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 		buf = buf[:size]
 	}
 	r.status.Count = len(buf)
-	region, err := c.p.tr.Register(buf)
-	if err != nil {
-		c.p.pool.Put(w, pk)
-		r.status.Err = fmt.Errorf("endpoint: registering receive buffer: %w", err)
-		r.complete()
-		return
+	if !r.hasRegion { // else registered for an offer (of an exact receive from this sender)
+		region, err := c.p.tr.Register(buf)
+		if err != nil {
+			c.p.pool.Put(w, pk)
+			r.status.Err = fmt.Errorf("endpoint: registering receive buffer: %w", err)
+			r.complete()
+			return
+		}
+		r.region, r.hasRegion, r.peer = region, true, from
+		r.id = c.register(r)
 	}
-	r.region, r.peer = region, from
-	r.id = c.register(r)
+	region := r.region
 	rtr := pk // reuse the RTS packet for the reply
 	clearHeader(rtr)
 	rtr.Kind = packet.KindRTR
@@ -177,7 +201,7 @@ func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 	rtr.RemoteKey, rtr.RemoteAddr, rtr.RemoteLen = region.Key, region.Addr, region.Len
 	if err := c.send(w, from, rtr); err != nil {
 		c.take(r.id)
-		_ = c.p.tr.Deregister(region)
+		c.dropRegion(r)
 		r.status.Err = err
 		r.complete()
 	}
@@ -203,7 +227,7 @@ func (c *core) onRTR(w int, pk *packet.Packet) {
 	done.Kind = packet.KindDone
 	done.Request = recvID
 	if err != nil {
-		done.Flags = 1 // the receiver must not trust its buffer
+		done.Flags = doneFailed
 	}
 	if serr := c.send(w, s.peer, done); serr != nil && err == nil {
 		err = serr
@@ -216,12 +240,16 @@ func (c *core) onRTR(w int, pk *packet.Packet) {
 // onDone runs at the receiver: the data is in its buffer.
 func (c *core) onDone(w int, pk *packet.Packet) {
 	r := c.take(pk.Request)
-	failed := pk.Flags != 0
+	failed, offered, msgLen := pk.Flags&doneFailed != 0, pk.Flags&doneOffer != 0, pk.RemoteLen
 	c.p.pool.Put(w, pk)
 	if r == nil {
 		panic(fmt.Sprintf("endpoint: Done for unknown receive %d", pk.Request))
 	}
-	_ = c.p.tr.Deregister(r.region)
+	if offered {
+		c.onOfferDone(r, msgLen, failed)
+		return
+	}
+	c.dropRegion(r)
 	if failed && r.status.Err == nil {
 		r.status.Err = ErrTransfer
 	}

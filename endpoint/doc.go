@@ -36,18 +36,29 @@
 // the packet waits in the table until the receive comes.
 //
 // In one process (a transport implementing rdma.Local, as the in-process
-// default does), an eager send whose receive is already posted skips the
-// packet: the sender takes the receive from the peer's table
-// (match.Table.TryArrive) and copies the data straight into its buffer.
+// default does), a send of any size whose receive is already posted skips
+// the protocol: the sender takes the receive from the peer's table
+// (match.Table.TryArrive) and copies the data straight into its buffer (one
+// copy, no packet; a synchronous send is satisfied too).
 //
-// Rendezvous, above the limit (and always for Ssend): the sender posts a
+// Rendezvous, above the limit (and always for Ssend), is receiver-driven
+// (seed 001 §2.2.2). Over a transport between processes, an exact receive
+// (no wildcard) with a buffer above the limit that is the first receive of
+// its key registers the buffer and offers it to the sender at once:
+// ready-to-receive (RTR) with the region. The sender keeps the offer and its
+// next send under that key Puts the data straight into the buffer (one copy)
+// and sends Done: no request-to-send. The sender checks an offer is fresh by
+// counting the packets between the pair (see offer.go): an offer that
+// crossed a message in flight is dropped, and that receive is matched as
+// usual. Otherwise (a wildcard receive, a receive posted after its message,
+// a second receive of the same key, a ThreadMultiple job) the sender posts a
 // request-to-send (RTS) that is matched like a message; when it meets its
-// receive, the receiver registers its buffer and answers ready-to-receive
-// (RTR) with the region; the sender Puts the data straight into it (one copy,
-// no packet) and sends Done, which completes the receive. The send completes
-// when the Put has. A message longer than the receive buffer is truncated to
-// it, as MPI does: the receive's error is a *TruncateError and the message is
-// consumed.
+// receive, the receiver answers with an RTR, and the Put and Done follow. A
+// send completes when its Put has. A message longer than the receive buffer
+// is truncated to it, as MPI does: the receive's error is a *TruncateError
+// and the message is consumed. Cancelling a receive whose buffer was offered
+// asks the sender to withdraw the offer; the request then completes
+// cancelled, or with the message if a send had already taken the offer.
 //
 // Every packet travels through rdma.Transport. The in-process transport
 // delivers in the sender's own call, so no thread is needed; for transports

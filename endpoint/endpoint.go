@@ -221,10 +221,9 @@ func (e *Endpoint) isendInto(r *Request, c Comm, me, dst, tag int, data []byte, 
 	if err := checkSend(c, me, dst, tag); err != nil {
 		return nil, err
 	}
-	if e.isEager(data, sync) {
-		if err := e.eager(c, me, dst, tag, data); err != nil {
-			return nil, err
-		}
+	if done, err := e.quick(c, me, dst, tag, data, sync); err != nil {
+		return nil, err
+	} else if done {
 		return completedSend, nil
 	}
 	if r == nil {
@@ -263,20 +262,39 @@ func (e *Endpoint) isEager(data []byte, sync bool) bool {
 	return !sync && e.Eager(len(data))
 }
 
-// eager copies data into a packet and posts it: the send is complete.
-// When the destination lives in this process and its receive is already
-// posted, the data goes straight into the receive's buffer instead: no
-// packet, one copy.
-func (e *Endpoint) eager(c Comm, me, dst, tag int, data []byte) error {
+// quick sends data in one step when it can, and reports whether it did
+// (the send is then complete); otherwise the caller starts a rendezvous.
+// In order:
+//   - the destination lives in this process and its receive is posted: the
+//     data goes straight into the receive's buffer, whatever its size (no
+//     packet, one copy; a synchronous send is then satisfied too);
+//   - the destination offered its receive buffer (offer.go): Put and Done;
+//   - the message is eager: a packet carries it.
+func (e *Endpoint) quick(c Comm, me, dst, tag int, data []byte, sync bool) (bool, error) {
+	to := c.Addrs[dst]
 	if l := e.c.p.local; l != nil {
-		if r, err := l.Peer(c.Addrs[dst]); err == nil {
+		if r, err := l.Peer(to); err == nil {
 			if peer, ok := r.(*core); ok && peer.deliverDirect(c.Context, int32(me), int32(tag), data) {
-				return nil
+				return true, nil
 			}
 		}
 	}
+	if e.c.off != nil {
+		if off, ok := e.c.off.route(to, c.Context, int32(tag)); ok {
+			return true, e.putOffered(to, off, data)
+		}
+	}
+	if !e.isEager(data, sync) {
+		return false, nil
+	}
+	return true, e.eager(c, me, dst, tag, data)
+}
+
+// eager copies data into a packet and posts it: the send is complete.
+func (e *Endpoint) eager(c Comm, me, dst, tag int, data []byte) error {
 	pk := e.c.getPacket(e.worker, e.waiter)
 	pk.Context, pk.Source, pk.Tag = c.Context, int32(me), int32(tag)
+	pk.RemoteAddr = uint64(e.c.addr) // for the receiver's count (offer.go)
 	pk.Kind = packet.KindEager
 	if err := pk.SetData(data); err != nil { // cannot fail: EagerLimit <= payload
 		e.c.p.pool.Put(e.worker, pk)
@@ -351,12 +369,19 @@ func (e *Endpoint) post(c Comm, src, tag int, buf []byte, r *Request) error {
 		return err
 	}
 	r.key, r.buf = key, buf
+	po, offering := e.offerBuffer(c, src, tag, r)
 	m, _, ok, err := e.c.table.Post(key, r)
 	if err != nil {
+		if offering {
+			e.c.take(r.id)
+			e.c.dropRegion(r)
+		}
 		return err
 	}
 	if ok {
 		e.c.matched(e.worker, r, m)
+	} else if offering {
+		e.offerReceive(key, po, r)
 	}
 	return nil
 }
@@ -440,8 +465,8 @@ func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool
 	if err := checkSend(c, me, dst, tag); err != nil {
 		return err
 	}
-	if e.isEager(data, sync) {
-		return e.eager(c, me, dst, tag, data)
+	if done, err := e.quick(c, me, dst, tag, data, sync); done || err != nil {
+		return err
 	}
 	r := e.scratch
 	r.reset(reqSend, e.c, e.waiter)

@@ -11,13 +11,50 @@ import (
 	"github.com/fibermpi/fibermpi/rdma/inproc"
 )
 
+// remote is the in-process transport seen as one between processes: it
+// delivers synchronously but does not implement rdma.Local, so senders
+// cannot fill posted receives themselves and receives offer their buffers
+// (offer.go). It counts the packets it carries, by kind.
+type remote struct {
+	rdma.Transport
+	mu    sync.Mutex
+	kinds map[packet.Kind]int
+}
+
+func newRemote() *remote {
+	return &remote{Transport: inproc.New(), kinds: make(map[packet.Kind]int)}
+}
+
+func (t *remote) Send(w int, to rdma.Addr, pk *packet.Packet) error {
+	t.mu.Lock()
+	t.kinds[pk.Kind]++
+	t.mu.Unlock()
+	return t.Transport.Send(w, to, pk)
+}
+
+// count returns the packets of each kind carried so far and resets them.
+func (t *remote) count() map[packet.Kind]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := t.kinds
+	t.kinds = make(map[packet.Kind]int)
+	return out
+}
+
 // queued is a transport that delivers nothing by itself: Send queues the
 // packet and Progress delivers what is queued, as a transport between
-// processes would. It proves each progress mode really drives delivery.
+// processes would. It proves each progress mode really drives delivery. It
+// is not an rdma.Local (the embedded Transport is the interface), so
+// receives offer their buffers.
+//
+// Progress delivers under deliverMu, so that packets reach their receivers
+// in the order they were sent even when several workers poll at once (the
+// rdma ordering contract).
 type queued struct {
-	*inproc.Transport
-	mu sync.Mutex
-	q  []queuedPacket
+	rdma.Transport
+	mu        sync.Mutex
+	q         []queuedPacket
+	deliverMu sync.Mutex
 }
 
 type queuedPacket struct {
@@ -32,11 +69,9 @@ func (t *queued) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 	return nil
 }
 
-// Peer hides inproc's direct access to peers: everything must go through
-// the queue.
-func (t *queued) Peer(rdma.Addr) (rdma.Receiver, error) { return nil, rdma.ErrNoPeer }
-
 func (t *queued) Progress(w int) int {
+	t.deliverMu.Lock()
+	defer t.deliverMu.Unlock()
 	t.mu.Lock()
 	q := t.q
 	t.q = nil

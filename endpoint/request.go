@@ -63,9 +63,12 @@ type Request struct {
 	status Status
 
 	// Rendezvous state.
-	id     uint64    // registry id while a rendezvous is in flight
-	peer   rdma.Addr // the other side
-	region rdma.Region
+	id          uint64    // registry id while a rendezvous is in flight
+	peer        rdma.Addr // the other side
+	region      rdma.Region
+	hasRegion   bool // region is registered (a receive's buffer)
+	offered     bool // the buffer was offered to the sender (offer.go)
+	withdrawing bool // Cancel asked the sender to withdraw the offer
 
 	// doneCh is made on the first Done call; complete closes it.
 	doneCh atomic.Pointer[chan struct{}]
@@ -81,6 +84,7 @@ func (r *Request) reset(kind reqKind, c *core, w *fiber.Waiter) {
 	r.ev.Rearm(w)
 	r.kind, r.ep = kind, c
 	r.key, r.buf, r.status = match.Key{}, nil, Status{}
+	r.hasRegion, r.offered, r.withdrawing = false, false, false
 	// id, peer and region are written by the rendezvous paths before use.
 }
 
@@ -123,6 +127,7 @@ func (r *Request) recycle(kind reqKind, c *core) error {
 		r.ev.Reset()
 		r.key, r.buf, r.status = match.Key{}, nil, Status{}
 		r.id, r.peer, r.region = 0, 0, rdma.Region{}
+		r.hasRegion, r.offered, r.withdrawing = false, false, false
 		if r.doneCh.Load() != nil {
 			r.doneCh.Store(nil)
 			r.closed.Store(false)
@@ -207,12 +212,29 @@ func (r *Request) WaitContext(ctx context.Context) error {
 // Cancel withdraws a pending receive that has not matched a message: it
 // then completes with ErrCancelled. It reports whether it did; a receive
 // that matched already, and any send, cannot be cancelled.
+//
+// A receive that offered its buffer to a sender in another process
+// (receiver-driven rendezvous) cannot be withdrawn at once: Cancel asks the
+// sender, reports true, and the request completes later, with ErrCancelled
+// if the sender had not used the offer, else with the message. As in MPI,
+// Wait (or Test) tells which.
 func (r *Request) Cancel() bool {
 	if r.kind != reqRecv || r.Test() {
 		return false
 	}
+	if r.offered {
+		if !r.withdrawing {
+			r.withdrawing = true
+			r.withdraw()
+		}
+		return true
+	}
 	if !r.ep.table.Cancel(r.key, r) {
 		return false
+	}
+	if r.hasRegion {
+		r.ep.take(r.id)
+		r.ep.dropRegion(r)
 	}
 	r.status.Err = ErrCancelled
 	r.complete()
