@@ -245,11 +245,9 @@ func (e *Endpoint) isendInto(r *Request, c Comm, me, dst, tag int, data []byte, 
 var completedSend = func() *Request {
 	r := &Request{kind: reqSend}
 	r.ev.Signal()
-	r.closed.Store(true)
-	r.settled.Store(true)
-	ch := make(chan struct{})
-	close(ch)
-	r.doneCh.Store(&ch)
+	d := &doneState{ch: make(chan struct{})}
+	d.close()
+	r.doneCh.Store(d)
 	return r
 }()
 
@@ -369,7 +367,11 @@ func (e *Endpoint) post(c Comm, src, tag int, buf []byte, r *Request) error {
 		return err
 	}
 	r.key, r.buf = key, buf
-	po, offering := e.offerBuffer(c, src, tag, r)
+	var po pendingOffer
+	offering := false
+	if e.c.off != nil { // a transport between processes
+		po, offering = e.offerBuffer(c, src, tag, r)
+	}
 	m, _, ok, err := e.c.table.Post(key, r)
 	if err != nil {
 		if offering {

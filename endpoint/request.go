@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync/atomic"
 
 	"github.com/fibermpi/fibermpi/fiber"
@@ -71,12 +70,26 @@ type Request struct {
 	withdrawing bool // Cancel asked the sender to withdraw the offer
 
 	// doneCh is made on the first Done call; complete closes it.
-	doneCh atomic.Pointer[chan struct{}]
+	doneCh atomic.Pointer[doneState]
+	// gen counts the request's reuses (recycle). complete loads it before
+	// its Signal and closes only a Done channel of that generation: after
+	// the Signal the owner may reuse the request and take a new channel
+	// while complete is still finishing.
+	gen atomic.Uint64
+}
+
+// doneState is a request's Done channel, for one generation of it.
+type doneState struct {
+	ch     chan struct{}
+	gen    uint64
 	closed atomic.Bool
-	// settled is complete's last write: once it is true, complete no
-	// longer touches the request, and a completed request may be reused
-	// (recycle).
-	settled atomic.Bool
+}
+
+// close closes the channel once.
+func (d *doneState) close() {
+	if d.closed.CompareAndSwap(false, true) {
+		close(d.ch)
+	}
 }
 
 // reset readies a handle's scratch request for another blocking call.
@@ -90,14 +103,14 @@ func (r *Request) reset(kind reqKind, c *core, w *fiber.Waiter) {
 
 // complete finishes the request: status is final, waiters wake.
 func (r *Request) complete() {
+	gen := r.gen.Load()
 	r.ev.Signal()
 	if invariants.Enabled && completeHook != nil {
 		completeHook(r)
 	}
-	if ch := r.doneCh.Load(); ch != nil && r.closed.CompareAndSwap(false, true) {
-		close(*ch)
+	if d := r.doneCh.Load(); d != nil && d.gen == gen {
+		d.close()
 	}
-	r.settled.Store(true)
 }
 
 // fail completes r, which never started (the call that was to start it
@@ -119,20 +132,16 @@ func (r *Request) recycle(kind reqKind, c *core) error {
 		if !r.ev.Done() {
 			return ErrRequestActive
 		}
-		// The completer may still be between its Signal and its last
-		// write: for a few instructions.
-		for !r.settled.Load() {
-			runtime.Gosched()
-		}
+		// The completer may still be finishing after its Signal; it
+		// touches only the Done channel of its generation.
+		r.gen.Add(1)
 		r.ev.Reset()
 		r.key, r.buf, r.status = match.Key{}, nil, Status{}
 		r.id, r.peer, r.region = 0, 0, rdma.Region{}
 		r.hasRegion, r.offered, r.withdrawing = false, false, false
 		if r.doneCh.Load() != nil {
 			r.doneCh.Store(nil)
-			r.closed.Store(false)
 		}
-		r.settled.Store(false)
 	}
 	r.kind, r.ep = kind, c
 	return nil
@@ -180,17 +189,17 @@ func (r *Request) poll(w *fiber.Waiter) {
 // The first call makes the channel; requests nobody asks for a channel pay
 // one atomic load at completion.
 func (r *Request) Done() <-chan struct{} {
-	if ch := r.doneCh.Load(); ch != nil {
-		return *ch
+	if d := r.doneCh.Load(); d != nil {
+		return d.ch
 	}
-	ch := make(chan struct{})
-	if !r.doneCh.CompareAndSwap(nil, &ch) {
-		return *r.doneCh.Load()
+	d := &doneState{ch: make(chan struct{}), gen: r.gen.Load()}
+	if !r.doneCh.CompareAndSwap(nil, d) {
+		return r.doneCh.Load().ch
 	}
-	if r.ev.Done() && r.closed.CompareAndSwap(false, true) {
-		close(ch)
+	if r.ev.Done() {
+		d.close()
 	}
-	return ch
+	return d.ch
 }
 
 // WaitContext waits until the request completes or ctx ends, parking the
