@@ -143,8 +143,7 @@ func (chanPingPong) run(size int, next func() bool) error {
 	for me := range 2 {
 		wg.Go(func() {
 			other := 1 - me
-			// Each on its own cache lines: 8-byte buffers of the two ranks
-			// packed into one line cost fiber/8B ~9 ns (16-byte size class).
+			// The same buffer layout as pingPongParty's.
 			send, recv := make([]byte, size, max(size, 64)), make([]byte, size, max(size, 64))
 			if me == 1 {
 				m := <-ch[me]
