@@ -74,6 +74,11 @@ type Endpoint struct {
 	// its request is complete, so one request serves them all and the
 	// blocking fast path allocates nothing.
 	scratch *Request
+
+	// peer caches the last in-process peer this handle sent to (at
+	// peerAddr): an endpoint's core never changes while the process lives.
+	peer     *core
+	peerAddr rdma.Addr
 }
 
 // Rank returns the endpoint's rank in its world.
@@ -271,10 +276,16 @@ func (e *Endpoint) isEager(data []byte, sync bool) bool {
 func (e *Endpoint) quick(c Comm, me, dst, tag int, data []byte, sync bool) (bool, error) {
 	to := c.Addrs[dst]
 	if l := e.c.p.local; l != nil {
-		if r, err := l.Peer(to); err == nil {
-			if peer, ok := r.(*core); ok && peer.deliverDirect(c.Context, int32(me), int32(tag), data) {
-				return true, nil
+		peer := e.peer
+		if peer == nil || e.peerAddr != to {
+			peer = nil
+			if r, err := l.Peer(to); err == nil {
+				peer, _ = r.(*core)
 			}
+			e.peer, e.peerAddr = peer, to
+		}
+		if peer != nil && peer.deliverDirect(c.Context, int32(me), int32(tag), data) {
+			return true, nil
 		}
 	}
 	if e.c.off != nil {
