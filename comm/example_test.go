@@ -285,6 +285,52 @@ func ExampleWaitAll() {
 	// from 3: 0.75
 }
 
+// A loop of nonblocking operations reuses its requests: IrecvInto and
+// IsendInto start each window's operations in the same requests, so the
+// loop allocates nothing per message.
+func ExampleComm_IrecvInto() {
+	const window, windows = 4, 3
+	err := endpoint.Run(2, func(ep *endpoint.Endpoint) error {
+		c, err := comm.World[int](ep)
+		if err != nil {
+			return err
+		}
+		var reqs [window]comm.Request[int]
+		waitables := make([]comm.Waitable, window)
+		for i := range reqs {
+			waitables[i] = &reqs[i]
+		}
+		bufs := make([]int, window)
+		for w := range windows {
+			for i := range reqs {
+				if c.Rank() == 0 {
+					bufs[i] = 10*w + i
+					err = c.IsendInto(&reqs[i], bufs[i:i+1], 1, i)
+				} else {
+					err = c.IrecvInto(&reqs[i], bufs[i:i+1], 0, i)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if err := comm.WaitAll(waitables...); err != nil {
+				return err
+			}
+			if c.Rank() == 1 {
+				fmt.Println(bufs)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// [0 1 2 3]
+	// [10 11 12 13]
+	// [20 21 22 23]
+}
+
 // Wait returns the Status of a receive: who sent it, with which tag, and
 // how many elements arrived.
 func ExampleRequest_Wait() {

@@ -72,14 +72,15 @@
 // WaitAny and WaitSome block: a fiber yields, a goroutine parks.
 // Request.WaitContext and Request.Done are for goroutines (select blocks a
 // fiber's worker). Isend, Irecv, Iprobe, Test and Cancel never block, except
-// that a send finding the packet pool exhausted waits for a packet (yielding
-// or letting other goroutines run) rather than drop or allocate without
-// bound.
+// that a send (or the withdrawal Cancel sends for an offered receive)
+// finding the packet pool exhausted waits for a packet (yielding or letting
+// other goroutines run) rather than drop or allocate without bound.
 //
 // # Errors
 //
 // Bad input gets a sentinel that errors.Is recognises (ErrRank, ErrTag,
 // ErrTruncate, ErrNotRegistered, ErrFinalized, ErrThreadLevel, ErrNilRequest,
-// ErrEndpoints, ErrOptions), checked before anything is sent, so nothing in
-// flight is lost or delivered twice and the endpoint stays usable.
+// ErrRequestActive, ErrEndpoints, ErrOptions), checked before anything is
+// sent, so nothing in flight is lost or delivered twice and the endpoint
+// stays usable.
 package endpoint
