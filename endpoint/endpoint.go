@@ -188,10 +188,13 @@ func checkSend(c Comm, src, dst int, tag int) error {
 }
 
 // Isend starts sending data to rank dst of communicator c, in which the
-// caller is rank me, with tag. An eager send (up to the eager limit) copies
-// data into a packet and is complete on return; a larger one announces
-// itself (RTS) and completes when the data has been put into the matched
-// receive's buffer, so data must not change until then. Isend never blocks
+// caller is rank me, with tag. The send is complete on return when it is
+// eager (up to the eager limit: data is copied into a packet), when the
+// destination lives in this process and its receive is posted (data is
+// copied into it), or when the receiver offered its buffer (data is put
+// into it); otherwise it announces itself (RTS) and completes when the data
+// has been put into the matched receive's buffer, so data must not change
+// until then. Isend never blocks
 // except on an exhausted packet pool, where it yields a fiber or lets other
 // goroutines run until a packet frees.
 func (e *Endpoint) Isend(c Comm, me, dst, tag int, data []byte) (*Request, error) {
@@ -199,7 +202,7 @@ func (e *Endpoint) Isend(c Comm, me, dst, tag int, data []byte) (*Request, error
 }
 
 // Issend is Isend in synchronous mode: the request completes only once the
-// matching receive has started (it always uses rendezvous).
+// matching receive has started (it never goes eager).
 func (e *Endpoint) Issend(c Comm, me, dst, tag int, data []byte) (*Request, error) {
 	return e.isend(c, me, dst, tag, data, true)
 }
