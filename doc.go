@@ -66,8 +66,10 @@
 // Rendezvous (above the eager limit, seed 001 §2.2.2): the receiver sends a
 // ready-to-receive with its registered buffer, the sender puts the data
 // straight into it (one copy, no packet) and a completion wakes the
-// receiver. A receive with a wildcard first needs the sender's
-// request-to-send.
+// receiver. A receive with a wildcard, or posted after its message, first
+// needs the sender's request-to-send. In one process a send of any size
+// whose receive is posted copies straight into it, with no control
+// messages at all.
 //
 // # Rejected designs
 //
