@@ -36,9 +36,9 @@
 // a rotating word. A fiber that became runnable is run after at most one
 // pass over the others.
 //
-// Event stores the waiter it must wake, or a "signalled" sentinel, in one
-// atomic pointer (the signalled flag of seed 000 §3.1): whichever of Signal
-// and Wait comes second sees the other, so a wake-up is never lost or
+// Event keeps one atomic state word, idle, armed or signalled (the
+// signalled flag of seed 000 §3.1), beside the armed waiter: whichever of
+// Signal and Wait comes second sees the other, so a wake-up is never lost or
 // doubled. Waiters have binary-semaphore semantics and callers wait in a loop
 // on their own condition, which makes stale wake-ups harmless.
 //
@@ -48,6 +48,11 @@
 // fibers then costs one coroutine switch per handoff instead of two (fiber →
 // worker → fiber). Nesting is one level deep and a worker allows 64 direct
 // handoffs before its own scan runs again, so nothing starves.
+//
+// Frames: after a coroutine switch the CPU mispredicts the returns the
+// resumed fiber makes (its return-address stack holds the other coroutine's
+// calls), about 6 ns a frame here, so Event.Wait and Waiter.Block inline
+// into their callers and reach the switch through one function.
 //
 // Spawning from another thread goes through a per-worker lock-free queue
 // that the worker drains: a coroutine must be created on the thread that
