@@ -118,7 +118,11 @@ var closedChan = func() chan struct{} {
 }()
 
 // Cancel withdraws a receive that has not matched a message; its status
-// error is then endpoint.ErrCancelled. It reports whether it did.
+// error is then endpoint.ErrCancelled. It reports whether it did. A receive
+// that offered its buffer to a sender in another process (receiver-driven
+// rendezvous) is withdrawn by asking the sender: Cancel reports true and the
+// request completes later, cancelled or with the message if the sender had
+// already taken the offer; Wait tells which, as in MPI.
 func (q *Request[T]) Cancel() bool {
 	if q == nil {
 		return false
