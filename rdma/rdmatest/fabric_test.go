@@ -1,6 +1,8 @@
 package rdmatest_test
 
 import (
+	"bytes"
+	"runtime"
 	"sync"
 
 	"github.com/fibermpi/fibermpi/packet"
@@ -37,6 +39,7 @@ const (
 	faultSelfDeliver fault = "selfdeliver" // a send to oneself is refused
 	faultLatePut     fault = "lateput"     // Put lands after later packets arrive
 	faultDirtyGet    fault = "dirtyget"    // a failed Get fills dst with junk
+	faultLanes       fault = "lanes"       // one lane per sending goroutine: order kept only within a goroutine
 )
 
 // router connects the hosts of one fabric: which host each bound address
@@ -57,10 +60,27 @@ type binding struct {
 
 // item is a packet in flight to a host, with the Receiver it was sent to.
 type item struct {
-	w  int
-	to rdma.Addr
-	r  rdma.Receiver
-	pk *packet.Packet
+	w    int
+	to   rdma.Addr
+	r    rdma.Receiver
+	pk   *packet.Packet
+	lane uint64 // the sending goroutine (faultLanes)
+}
+
+// goid returns the calling goroutine's id, from its stack header
+// ("goroutine 123 [running]:"); only faultLanes needs it.
+func goid() uint64 {
+	var buf [32]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	var id uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
 }
 
 // host is one simulated process.
@@ -205,6 +225,12 @@ func (h *host) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 		dst.inbox[len(dst.inbox)-1] = items[0]
 		items[0] = last
 	}
+	if h.rt.fault == faultLanes {
+		lane := goid()
+		for i := range items {
+			items[i].lane = lane
+		}
+	}
 	dst.inbox = append(dst.inbox, items...)
 	return nil
 }
@@ -221,6 +247,22 @@ func (h *host) Progress(w int) int {
 	}
 	batch, late := h.inbox, h.later
 	h.inbox, h.later, h.late = nil, h.late, nil
+	if h.rt.fault == faultLanes && len(batch) > 0 {
+		// Deliver only the lowest lane; the others wait, each in order.
+		lane := batch[0].lane
+		for _, it := range batch {
+			lane = min(lane, it.lane)
+		}
+		var now []item
+		for _, it := range batch {
+			if it.lane == lane {
+				now = append(now, it)
+			} else {
+				h.inbox = append(h.inbox, it)
+			}
+		}
+		batch = now
+	}
 	h.mu.Unlock()
 	defer func() {
 		for _, f := range late {

@@ -65,6 +65,7 @@ func TestFaultsCaught(t *testing.T) {
 	}{
 		{faultDuplicate, "Delivery", false},
 		{faultReorder, "FIFO", false},
+		{faultLanes, "HandedOrder", false},
 		{faultCorrupt, "Delivery", false},
 		{faultTruncate, "Delivery", false},
 		{faultLeak, "Delivery", false},
