@@ -163,10 +163,7 @@ func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 			r.status.Err = &TruncateError{Have: len(r.buf), Got: len(data)}
 		}
 		c.p.pool.Put(w, pk)
-		if r.hasRegion { // registered for an offer (offer.go)
-			c.take(r.id)
-			c.dropRegion(r)
-		}
+		c.unregister(r) // registered for an offer (offer.go)
 		r.complete()
 		return
 	}
@@ -200,8 +197,7 @@ func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 	rtr.Seq = r.id
 	rtr.RemoteKey, rtr.RemoteAddr, rtr.RemoteLen = region.Key, region.Addr, region.Len
 	if err := c.send(w, from, rtr); err != nil {
-		c.take(r.id)
-		c.dropRegion(r)
+		c.unregister(r)
 		r.status.Err = err
 		r.complete()
 	}

@@ -381,17 +381,10 @@ func (e *Endpoint) post(c Comm, src, tag int, buf []byte, r *Request) error {
 		return err
 	}
 	r.key, r.buf = key, buf
-	var po pendingOffer
-	offering := false
-	if e.c.off != nil { // a transport between processes
-		po, offering = e.offerBuffer(c, src, tag, r)
-	}
+	po, offering := e.offerBuffer(c, src, tag, r)
 	m, _, ok, err := e.c.table.Post(key, r)
 	if err != nil {
-		if offering {
-			e.c.take(r.id)
-			e.c.dropRegion(r)
-		}
+		e.c.unregister(r)
 		return err
 	}
 	if ok {

@@ -3,7 +3,6 @@ package endpoint
 import (
 	"encoding/binary"
 	"fmt"
-	"runtime"
 	"sync"
 
 	"github.com/fibermpi/fibermpi/match"
@@ -63,6 +62,18 @@ const (
 	ctlTaken     = 3 // sender → receiver: a send is using the offer; its Done follows
 	ctlNotHeld   = 4 // sender → receiver: no such offer (dropped as stale, or its Done was sent)
 )
+
+// setSender writes the sending endpoint's address as the payload of an offer
+// or a withdrawal (the receiver of either must answer it); sender reads it.
+func setSender(pk *packet.Packet, a rdma.Addr) {
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], uint32(a))
+	_ = pk.SetData(b[:]) // cannot fail: 4 bytes
+}
+
+func sender(pk *packet.Packet) rdma.Addr {
+	return rdma.Addr(binary.LittleEndian.Uint32(pk.Data()))
+}
 
 // offerKey names an offer at the sender: the receiver and the key of the
 // receive (the sender's own rank in the communicator is implied by ctx).
@@ -196,9 +207,7 @@ func (e *Endpoint) offerReceive(key match.Key, po pendingOffer, r *Request) {
 	pk.Context, pk.Tag = key.Context(), key.Tag()
 	pk.Request, pk.Seq = po.count, po.id
 	pk.RemoteKey, pk.RemoteAddr, pk.RemoteLen = po.region.Key, po.region.Addr, po.region.Len
-	var from [4]byte
-	binary.LittleEndian.PutUint32(from[:], uint32(e.c.addr))
-	_ = pk.SetData(from[:]) // cannot fail: 4 bytes
+	setSender(pk, e.c.addr)
 	if e.c.send(e.worker, po.to, pk) == nil {
 		r.offered = true // read by Cancel, the owner's call like this one
 	}
@@ -206,7 +215,7 @@ func (e *Endpoint) offerReceive(key match.Key, po pendingOffer, r *Request) {
 
 // onOffer runs at the sender when an offer arrives: keep it if fresh.
 func (c *core) onOffer(w int, pk *packet.Packet) {
-	from := rdma.Addr(binary.LittleEndian.Uint32(pk.Data()))
+	from := sender(pk)
 	k := offerKey{from, pk.Context, pk.Tag}
 	off := offer{region: rdma.Region{Key: pk.RemoteKey, Addr: pk.RemoteAddr, Len: pk.RemoteLen}, id: pk.Seq}
 	count := pk.Request
@@ -259,6 +268,22 @@ func (c *core) onOfferDone(r *Request, msgLen uint64, failed bool) {
 	r.complete()
 }
 
+// unregister ends r's rendezvous registration, if it has one: its id and
+// its registered buffer.
+func (c *core) unregister(r *Request) {
+	if r.hasRegion {
+		c.take(r.id)
+		c.dropRegion(r)
+	}
+}
+
+// cancelled completes r, just removed from the table, as cancelled.
+func (c *core) cancelled(r *Request) {
+	c.unregister(r)
+	r.status.Err = ErrCancelled
+	r.complete()
+}
+
 // dropRegion deregisters r's buffer, if registered.
 func (c *core) dropRegion(r *Request) {
 	if r.hasRegion {
@@ -278,17 +303,10 @@ func (c *core) dropRegion(r *Request) {
 // overtakes a Done.
 func (r *Request) withdraw() {
 	c := r.ep
-	pk := c.p.pool.Get(packet.NoWorker)
-	for pk == nil { // the pool is dry: let progress free one
-		c.p.tr.Progress(packet.NoWorker)
-		runtime.Gosched()
-		pk = c.p.pool.Get(packet.NoWorker)
-	}
+	pk := c.getPacket(packet.NoWorker, nil) // Cancel does not know its caller's waiter
 	pk.Kind, pk.Flags = packet.KindControl, ctlWithdraw
 	pk.Context, pk.Tag, pk.Seq = r.key.Context(), r.key.Tag(), r.id
-	var from [4]byte
-	binary.LittleEndian.PutUint32(from[:], uint32(c.addr))
-	_ = pk.SetData(from[:]) // cannot fail: 4 bytes
+	setSender(pk, c.addr)
 	if c.send(packet.NoWorker, r.peer, pk) != nil {
 		c.withdrawn(r.id) // the sender is gone: nothing will use the offer
 	}
@@ -313,7 +331,7 @@ func (c *core) onControl(w int, pk *packet.Packet) {
 
 // onWithdraw runs at the sender: answer whether the offer is still unused.
 func (c *core) onWithdraw(w int, pk *packet.Packet) {
-	from := rdma.Addr(binary.LittleEndian.Uint32(pk.Data()))
+	from := sender(pk)
 	k, id := offerKey{from, pk.Context, pk.Tag}, pk.Seq
 	var answer uint8 = ctlNotHeld
 	c.off.mu.Lock()
@@ -338,8 +356,5 @@ func (c *core) withdrawn(id uint64) {
 	if r == nil || !c.table.Cancel(r.key, r) {
 		return // completed, or matched by a message that will complete it
 	}
-	c.take(id)
-	c.dropRegion(r)
-	r.status.Err = ErrCancelled
-	r.complete()
+	c.cancelled(r)
 }

@@ -285,11 +285,15 @@ func (p *Process) serve() {
 	}
 }
 
-// pause lets other work run while a caller waits for a resource.
+// pause lets other work run while a caller waits for a resource: a fiber
+// yields; a goroutine, or a caller whose waiter is unknown (nil), lets other
+// goroutines run.
 func (p *Process) pause(w *fiber.Waiter) {
-	if f := w.Fiber(); f != nil {
-		f.Yield()
-		return
+	if w != nil {
+		if f := w.Fiber(); f != nil {
+			f.Yield()
+			return
+		}
 	}
 	runtime.Gosched()
 }

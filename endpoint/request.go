@@ -241,12 +241,7 @@ func (r *Request) Cancel() bool {
 	if !r.ep.table.Cancel(r.key, r) {
 		return false
 	}
-	if r.hasRegion {
-		r.ep.take(r.id)
-		r.ep.dropRegion(r)
-	}
-	r.status.Err = ErrCancelled
-	r.complete()
+	r.ep.cancelled(r)
 	return true
 }
 
