@@ -13,8 +13,8 @@ import (
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/internal/testenv"
-	"github.com/fibermpi/fibermpi/rdma"
 	"github.com/fibermpi/fibermpi/rdma/inproc"
+	"github.com/fibermpi/fibermpi/rdma/rdmatest"
 )
 
 // Besides wall-clock ns/op, the benchmarks report cpu-ns/op (or cpu-ns/msg):
@@ -84,7 +84,7 @@ func (fiberPingPong) run(size int, next func() bool) error {
 type remotePingPong struct{}
 
 func (remotePingPong) run(size int, next func() bool) error {
-	opts := endpoint.Options{Transport: remote{inproc.New()}}
+	opts := endpoint.Options{Transport: rdmatest.HideLocal(inproc.New())}
 	return endpoint.RunWith(endpoint.ThreadSingle, opts, 2, func(ep *endpoint.Endpoint) error {
 		c, err := comm.World[byte](ep)
 		if err != nil {
@@ -93,9 +93,6 @@ func (remotePingPong) run(size int, next func() bool) error {
 		return pingPongParty(c, size, next)
 	})
 }
-
-// remote hides the embedded transport's other interfaces (rdma.Local).
-type remote struct{ rdma.Transport }
 
 // goroutinePingPong: the two ranks are plain goroutines, each registered with
 // its endpoint through a goroutine waiter; their blocking calls park.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/internal/testenv"
-	"github.com/fibermpi/fibermpi/rdma"
 	"github.com/fibermpi/fibermpi/rdma/inproc"
+	"github.com/fibermpi/fibermpi/rdma/rdmatest"
 )
 
 // collRanks are the communicator sizes every collective is checked at.
@@ -31,15 +31,10 @@ var rankModes = []rankMode{
 		return runGoroutines(k, endpoint.Options{Workers: 1, EagerLimit: -1}, fn)
 	}},
 	{"fibers-remote-rendezvous", func(k int, fn func(*endpoint.Endpoint) error) error {
-		opts := endpoint.Options{Workers: 2, EagerLimit: -1, Transport: remote{inproc.New()}}
+		opts := endpoint.Options{Workers: 2, EagerLimit: -1, Transport: rdmatest.HideLocal(inproc.New())}
 		return endpoint.RunWith(endpoint.ThreadSingle, opts, k, fn)
 	}},
 }
-
-// remote is the in-process transport as if it ran between processes: it
-// hides rdma.Local, so senders cannot fill posted receives themselves and
-// receives offer their buffers instead (receiver-driven rendezvous).
-type remote struct{ rdma.Transport }
 
 // runGoroutines runs fn as k goroutine ranks of one ThreadMultiple process.
 func runGoroutines(k int, opts endpoint.Options, fn func(*endpoint.Endpoint) error) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/fibermpi/fibermpi/internal/invariants"
 	"github.com/fibermpi/fibermpi/internal/testenv"
 	"github.com/fibermpi/fibermpi/rdma/inproc"
+	"github.com/fibermpi/fibermpi/rdma/rdmatest"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 )
@@ -33,7 +34,7 @@ func run(t *testing.T, k int, fn func(t *testing.T, opts endpoint.Options)) {
 		})
 	}
 	t.Run("remote/eager=-1", func(t *testing.T) {
-		fn(t, endpoint.Options{EagerLimit: -1, Workers: 2, Transport: remote{inproc.New()}})
+		fn(t, endpoint.Options{EagerLimit: -1, Workers: 2, Transport: rdmatest.HideLocal(inproc.New())})
 	})
 }
 

@@ -3,6 +3,7 @@ package rdmatest_test
 import (
 	"fmt"
 
+	"github.com/fibermpi/fibermpi/rdma"
 	"github.com/fibermpi/fibermpi/rdma/inproc"
 	"github.com/fibermpi/fibermpi/rdma/rdmatest"
 )
@@ -17,4 +18,13 @@ func ExampleSingleHost() {
 	fab := factory(3)
 	fmt.Println(len(fab.Hosts), fab.Hosts[0] == fab.Hosts[2], fab.Hosts[1].Name())
 	// Output: 3 true inproc
+}
+
+// HideLocal keeps a transport's methods but not its other interfaces.
+func ExampleHideLocal() {
+	tr := inproc.New()
+	_, local := any(tr).(rdma.Local)
+	_, stillLocal := rdmatest.HideLocal(tr).(rdma.Local)
+	fmt.Println(local, stillLocal, rdmatest.HideLocal(tr).Name())
+	// Output: true false inproc
 }
