@@ -41,6 +41,10 @@ type core struct {
 	// off is the receiver-driven rendezvous state (offer.go); nil on a
 	// transport that reaches its peers directly.
 	off *offers
+
+	// callers lists the registered handles for noteWait (job.go): copied
+	// and Stored under regMu, Loaded without a lock.
+	callers atomic.Pointer[[]*caller]
 }
 
 func newCore(p *Process, addr rdma.Addr, level ThreadLevel, mcfg match.Config) (*core, error) {
@@ -209,6 +213,9 @@ func (c *core) onRTR(w int, pk *packet.Packet) {
 	s := c.take(pk.Request)
 	if s == nil {
 		c.p.pool.Put(w, pk)
+		if c.p.job.halted.Load() {
+			return // the send was ended by the job's end (job.go)
+		}
 		panic(fmt.Sprintf("endpoint: RTR for unknown send %d", pk.Request))
 	}
 	region := rdma.Region{Key: pk.RemoteKey, Addr: pk.RemoteAddr, Len: pk.RemoteLen}
@@ -239,6 +246,9 @@ func (c *core) onDone(w int, pk *packet.Packet) {
 	failed, offered, msgLen := pk.Flags&doneFailed != 0, pk.Flags&doneOffer != 0, pk.RemoteLen
 	c.p.pool.Put(w, pk)
 	if r == nil {
+		if c.p.job.halted.Load() {
+			return // the receive was ended by the job's end (job.go)
+		}
 		panic(fmt.Sprintf("endpoint: Done for unknown receive %d", pk.Request))
 	}
 	if offered {

@@ -79,6 +79,9 @@ type Endpoint struct {
 	// peerAddr): an endpoint's core never changes while the process lives.
 	peer     *core
 	peerAddr rdma.Addr
+
+	// rec is the registration as the watchdogs see it (job.go).
+	rec *caller
 }
 
 // Rank returns the endpoint's rank in its world.
@@ -111,15 +114,16 @@ func (e *Endpoint) Register(w *fiber.Waiter) (*Endpoint, error) {
 	if w == nil {
 		return nil, fmt.Errorf("%w: nil waiter", ErrNotRegistered)
 	}
-	if e.c.p.finalized.Load() {
-		return nil, ErrFinalized
+	if e.c.p.job.halted.Load() {
+		return nil, e.c.p.haltErr()
 	}
 	e.c.regMu.Lock()
-	defer e.c.regMu.Unlock()
 	if e.c.level <= ThreadFunneled && e.c.handles > 0 {
+		e.c.regMu.Unlock()
 		return nil, fmt.Errorf("%w: %v endpoint %d already has a registered caller", ErrThreadLevel, e.c.level, e.c.addr)
 	}
 	e.c.handles++
+	e.c.regMu.Unlock()
 	h := *e
 	h.waiter, h.active, h.worker = w, true, packet.NoWorker
 	h.scratch = new(Request)
@@ -129,6 +133,7 @@ func (e *Endpoint) Register(w *fiber.Waiter) (*Endpoint, error) {
 	if invariants.Enabled {
 		h.gid = goid()
 	}
+	h.rec = h.c.p.addCaller(&h)
 	return &h, nil
 }
 
@@ -139,6 +144,8 @@ func (e *Endpoint) Unregister() error {
 		return ErrNotRegistered
 	}
 	e.active = false
+	e.c.p.dropCaller(e.rec)
+	e.rec = nil
 	e.c.regMu.Lock()
 	e.c.handles--
 	e.c.regMu.Unlock()
@@ -152,8 +159,8 @@ func (e *Endpoint) enter() error {
 	if !e.active {
 		return ErrNotRegistered
 	}
-	if e.c.p.finalized.Load() {
-		return ErrFinalized
+	if e.c.p.job.halted.Load() { // finalized, or the job failed (job.go)
+		return e.c.p.haltErr()
 	}
 	if invariants.Enabled {
 		if g := goid(); g != e.gid {
@@ -397,6 +404,9 @@ func (e *Endpoint) post(c Comm, src, tag int, buf []byte, r *Request) error {
 
 // recvKey validates a receive's source and tag and builds its key.
 func recvKey(c Comm, src, tag int) (match.Key, error) {
+	if len(c.Addrs) == 0 { // no rank could send it (a freed communicator's view)
+		return match.Key{}, fmt.Errorf("%w: receive on a communicator of no ranks", ErrRank)
+	}
 	if src != AnySource && (src < 0 || src >= len(c.Addrs)) {
 		return match.Key{}, fmt.Errorf("%w: source %d, communicator size %d", ErrRank, src, len(c.Addrs))
 	}
@@ -431,10 +441,16 @@ func (e *Endpoint) Iprobe(c Comm, src, tag int) (Status, bool, error) {
 // Probe waits until Iprobe would report a message and returns its status.
 // A fiber yields between looks, a goroutine lets others run.
 func (e *Endpoint) Probe(c Comm, src, tag int) (Status, error) {
-	for {
+	for first := true; ; first = false {
 		st, ok, err := e.Iprobe(c, src, tag)
 		if err != nil || ok {
+			if !first && e.rec != nil {
+				e.rec.probing.Store(nil)
+			}
 			return st, err
+		}
+		if first && e.rec != nil { // for the deadlock watchdog (deadlock.go)
+			e.rec.probing.Store(&probeWait{c: c, src: src, tag: tag})
 		}
 		e.c.p.tr.Progress(e.worker)
 		e.c.p.pause(e.waiter)
@@ -480,6 +496,7 @@ func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool
 	r := e.scratch
 	r.reset(reqSend, e.c, e.waiter)
 	if err := e.rendezvous(c, me, dst, tag, data, r); err != nil {
+		r.ev.Reset() // not armed while the caller goes on (deadlock.go)
 		return err
 	}
 	return r.WaitFor(e.waiter)
@@ -496,6 +513,7 @@ func (e *Endpoint) Recv(c Comm, src, tag int, buf []byte) (Status, error) {
 	r := e.scratch
 	r.reset(reqRecv, e.c, e.waiter)
 	if err := e.post(c, src, tag, buf, r); err != nil {
+		r.ev.Reset() // not armed while the caller goes on (deadlock.go)
 		return Status{}, err
 	}
 	// r.WaitFor(e.waiter), written out: Event.Wait inlines, so a fiber

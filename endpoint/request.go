@@ -157,6 +157,7 @@ func (r *Request) Status() Status { return r.status }
 // and returns its status' error: a fiber yields, a goroutine parks.
 func (r *Request) WaitFor(w *fiber.Waiter) error {
 	if !r.ev.Done() {
+		r.ep.noteWait(r, w) // for the deadlock watchdog (job.go)
 		// Endpoint.Recv has the same lines, to keep its wait one frame
 		// above the fiber switch.
 		if r.ep.p.opts.Progress == ProgressCaller {
@@ -278,6 +279,12 @@ func WaitAny(w *fiber.Waiter, reqs ...*Request) (int, error) {
 		}
 		if armed == 0 {
 			return -1, ErrNilRequest
+		}
+		for _, r := range reqs { // for the deadlock watchdog (job.go)
+			if r != nil {
+				r.ep.noteWait(r, w)
+				break
+			}
 		}
 		w.Block()
 		disarm(w, reqs)

@@ -73,6 +73,8 @@ type worker struct {
 	// wakeCh carries a wake-up to a sleeping worker (capacity 1).
 	wakeCh chan struct{}
 	_      cpu.CacheLinePad
+	// hb answers the stuck-fiber monitor (watch.go).
+	hb heartbeat
 }
 
 func newWorker(s *Scheduler, id, nslots, cpuID int) *worker {
@@ -143,6 +145,7 @@ func (w *worker) run(ready chan<- error) {
 			return
 		}
 	}
+	w.hb.gid.Store(goid())
 	ready <- nil
 	exited := false
 	defer func() {
@@ -162,6 +165,7 @@ func (w *worker) loop() {
 		step      int       // backoff steps per idle pass; 0 while spinning hot
 	)
 	for {
+		w.hb.answer()
 		if w.spawnq.Load() != nil {
 			w.drainSpawns()
 		}
@@ -308,6 +312,7 @@ func (w *worker) resume(slot uint32) {
 	w.cur = f
 	w.direct = 0
 	f.started = true
+	w.hb.answer()
 	_, ok := f.next()
 	w.cur = nil
 	if !ok {
