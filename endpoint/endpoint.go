@@ -114,8 +114,8 @@ func (e *Endpoint) Register(w *fiber.Waiter) (*Endpoint, error) {
 	if w == nil {
 		return nil, fmt.Errorf("%w: nil waiter", ErrNotRegistered)
 	}
-	if e.c.p.job.halted.Load() {
-		return nil, e.c.p.haltErr()
+	if e.c.p.finalized.Load() {
+		return nil, ErrFinalized
 	}
 	e.c.regMu.Lock()
 	if e.c.level <= ThreadFunneled && e.c.handles > 0 {

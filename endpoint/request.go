@@ -51,8 +51,10 @@ const (
 // Isend, complete when it returns, returns a shared request that is complete
 // and immutable.)
 //
-// Wait, WaitContext and Done may be used from any goroutine or fiber; Wait
-// and WaitFor yield a fiber and park a goroutine.
+// WaitFor, WaitTimeout and WaitForContext wait the way of the waiter they
+// are given, the request's caller's: a fiber yields, a goroutine parks.
+// WaitContext and Done are for goroutines: a select on them in a fiber
+// blocks its worker, and every fiber of it.
 type Request struct {
 	ev     fiber.Event
 	kind   reqKind
@@ -204,9 +206,9 @@ func (r *Request) Done() <-chan struct{} {
 }
 
 // WaitContext waits until the request completes or ctx ends, parking the
-// calling goroutine (it must not be called from a fiber: a select blocks the
-// worker). If ctx ends first it returns ctx's error and the request stays
-// pending; cancel a receive with Cancel.
+// calling goroutine. It must not be called from a fiber (a select blocks
+// the worker): a fiber uses WaitForContext. If ctx ends first it returns
+// ctx's error and the request stays pending; cancel a receive with Cancel.
 func (r *Request) WaitContext(ctx context.Context) error {
 	if r.Test() {
 		return r.status.Err
