@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/fibermpi/fibermpi"
 )
 
 func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -32,6 +34,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	check := fs.Bool("check", true, "compare every grid with seq's, bit for bit (runs seq too)")
 	repeat := fs.Int("repeat", 1, "run each variant this many times, in rounds, and show the median time")
 	every := fs.Duration("progress", DefaultProgressEvery, "interval of progress lines on stderr during long runs (0: none)")
+	version := fs.Bool("version", false, "print the version of fibermpi and of the build, and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: redblack [flags]\n\nRed-black SOR (seed 004 §4.3) in every variant, checked against the sequential code.\n\nVariants:\n")
 		for _, v := range variants {
@@ -45,6 +48,12 @@ func cli(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		return 2
+	}
+	if *version {
+		if fibermpi.PrintVersion(stdout, "redblack") != nil {
+			return 1
+		}
+		return 0
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "redblack: unexpected arguments %q\n", fs.Args())

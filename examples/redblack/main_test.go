@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/fibermpi/fibermpi"
 )
 
 func TestCLIRunsAllVariants(t *testing.T) {
@@ -128,5 +130,15 @@ func TestCount(t *testing.T) {
 		if got := count(c.n, c.noun); got != c.want {
 			t.Errorf("count(%d, %q) = %q; want %q", c.n, c.noun, got, c.want)
 		}
+	}
+}
+
+func TestCLIVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := cli([]string{"-version"}, &out, &errOut); code != 0 || errOut.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+	if want := "redblack fibermpi " + fibermpi.Version + " ("; !strings.HasPrefix(out.String(), want) {
+		t.Errorf("-version printed %q; want it to start with %q", out.String(), want)
 	}
 }
