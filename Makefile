@@ -3,7 +3,11 @@
 #   make test        vet, gofmt check, tests with -race, tests with -tags invariants
 #   make bench       every benchmark, -count 6, output in bench.txt (benchstat it)
 #   make fuzz-smoke  every fuzz target for FUZZTIME (default 10s) each
-#   make lint        vet, gofmt, staticcheck (installed on first use)
+#   make lint        vet, gofmt, go mod verify, staticcheck, govulncheck
+#   make docs        the documentation as pkg.go.dev shows it, on DOCS_ADDR
+#   make docs-check  render every package page offline and check it
+#
+# The tools are pinned by the tool lines of go.mod and run with go tool.
 
 GO        ?= go
 PKGS      ?= ./...
@@ -14,7 +18,7 @@ COUNT     ?= 6
 # race detector runs on all of them.
 RACEFLAGS ?= -race
 
-.PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools
+.PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools modverify staticcheck vulncheck docs docs-check
 
 all: test
 
@@ -41,8 +45,32 @@ bench:
 fuzz-smoke:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz-smoke.sh
 
+# Builds every tool pinned in go.mod (go tool builds them on first use too).
 tools:
-	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest
+	$(GO) build tool
 
-lint: vet fmtcheck tools
-	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck $(PKGS)
+lint: vet fmtcheck modverify staticcheck vulncheck
+
+modverify:
+	$(GO) mod verify
+
+staticcheck:
+	$(GO) tool staticcheck $(PKGS)
+
+# Skipped with a loud message (not failed) when no vulnerability database can
+# be had; VULNCHECK_REQUIRED=1 makes that fail. See scripts/vulncheck.sh.
+vulncheck:
+	GO=$(GO) ./scripts/vulncheck.sh
+
+DOCS_ADDR ?= localhost:6060
+
+# pkgsite serving this module from the working tree, as pkg.go.dev would
+# render it.
+docs:
+	$(GO) tool pkgsite -http $(DOCS_ADDR) .
+
+# Renders every package page with pkgsite and headless Chromium inside a
+# network namespace with only loopback, and checks each page. Needs root
+# (unshare); installs Debian's chromium when missing.
+docs-check:
+	GO=$(GO) ./scripts/docs-check.sh
