@@ -65,9 +65,10 @@ vulncheck:
 DOCS_ADDR ?= localhost:6060
 
 # pkgsite serving this module from the working tree, as pkg.go.dev would
-# render it.
+# render it. GOPRIVATE keeps it from asking outside services about the
+# module (it looks up deps.dev and codewiki.google for every page otherwise).
 docs:
-	$(GO) tool pkgsite -http $(DOCS_ADDR) .
+	GOPRIVATE=github.com/fibermpi/fibermpi $(GO) tool pkgsite -http $(DOCS_ADDR) .
 
 # Renders every package page with pkgsite and headless Chromium inside a
 # network namespace with only loopback, and checks each page. Needs root
