@@ -306,7 +306,6 @@ func (e *Endpoint) quick(c Comm, me, dst, tag int, data []byte, sync bool) (bool
 func (e *Endpoint) eager(c Comm, me, dst, tag int, data []byte) error {
 	pk := e.c.getPacket(e.worker, e.waiter)
 	pk.Context, pk.Source, pk.Tag = c.Context, int32(me), int32(tag)
-	pk.RemoteAddr = uint64(e.c.addr) // for the receiver's count (offer.go)
 	pk.Kind = packet.KindEager
 	if err := pk.SetData(data); err != nil { // cannot fail: EagerLimit <= payload
 		e.c.p.pool.Put(e.worker, pk)
@@ -325,9 +324,8 @@ func (e *Endpoint) rendezvous(c Comm, me, dst, tag int, data []byte, r *Request)
 	r.buf, r.peer = data, to
 	r.id = e.c.register(r)
 	pk.Kind = packet.KindRTS
-	pk.Request = r.id
-	pk.RemoteAddr = uint64(e.c.addr)
-	pk.RemoteLen = uint64(len(data))
+	pk.SendID = r.id
+	pk.Size = uint64(len(data))
 	if err := e.c.send(e.worker, to, pk); err != nil {
 		e.c.take(r.id)
 		return err
@@ -423,7 +421,7 @@ func (e *Endpoint) Iprobe(c Comm, src, tag int) (Status, bool, error) {
 	}
 	st := Status{Source: mk.Source(), Tag: mk.Tag(), Count: m.Len()}
 	if m.Kind == packet.KindRTS {
-		st.Count = int(m.RemoteLen)
+		st.Count = int(m.Size)
 	}
 	return st, true, nil
 }
