@@ -84,7 +84,7 @@ func (c *core) getPacket(w int, waiter *fiber.Waiter) *packet.Packet {
 		if pk := c.p.pool.Get(w); pk != nil {
 			return pk
 		}
-		c.p.tr.Progress(w)
+		c.p.progress(w)
 		c.p.pause(waiter)
 	}
 }
@@ -93,7 +93,7 @@ func (c *core) getPacket(w int, waiter *fiber.Waiter) *packet.Packet {
 // It stamps the packet with this endpoint's address.
 func (c *core) send(w int, to rdma.Addr, pk *packet.Packet) error {
 	pk.From = uint32(c.addr)
-	if err := c.p.tr.Send(w, to, pk); err != nil {
+	if err := c.p.post(w, to, pk); err != nil {
 		c.p.pool.Put(w, pk)
 		return fmt.Errorf("endpoint: send to %d: %w", to, err)
 	}

@@ -434,7 +434,7 @@ func (e *Endpoint) Probe(c Comm, src, tag int) (Status, error) {
 		if err != nil || ok {
 			return st, err
 		}
-		e.c.p.tr.Progress(e.worker)
+		e.c.p.progress(e.worker)
 		e.c.p.pause(e.waiter)
 	}
 }

@@ -186,6 +186,9 @@ type Process struct {
 	cores   []*core // by address
 	nextCtx uint32  // next context id for a world or process communicator (even: see ContextPairs)
 
+	// backlog holds packets the transport refused for now (backlog.go).
+	backlog backlog
+
 	// local reaches the peers of an in-process transport directly (nil for
 	// transports between processes).
 	local rdma.Local
@@ -230,7 +233,7 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 	if opts.Progress == ProgressIdle {
 		userIdle := fcfg.Idle
 		fcfg.Idle = func(w int) bool {
-			n := p.tr.Progress(w) > 0
+			n := p.progress(w) > 0
 			if userIdle != nil && userIdle(w) {
 				n = true
 			}
@@ -275,7 +278,7 @@ func (p *Process) serve() {
 	defer runtime.UnlockOSThread()
 	idle := 0
 	for !p.serverStop.Load() {
-		if p.tr.Progress(packet.NoWorker) > 0 {
+		if p.progress(packet.NoWorker) > 0 {
 			idle = 0
 			continue
 		}
@@ -283,6 +286,12 @@ func (p *Process) serve() {
 			runtime.Gosched() // long idle: let the Go scheduler run others
 		}
 	}
+}
+
+// progress polls the transport and drains the backlog, returning how much
+// it handled.
+func (p *Process) progress(w int) int {
+	return p.tr.Progress(w) + p.drain()
 }
 
 // pause lets other work run while a caller waits for a resource: a fiber

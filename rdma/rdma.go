@@ -62,6 +62,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fibermpi/fibermpi/packet"
 )
@@ -162,6 +163,15 @@ type Transport interface {
 // packet. Locality is decided per address, not per transport.
 type Local interface {
 	Peer(a Addr) (Receiver, error)
+}
+
+// Sleeper is implemented by transports that can wake a sleeping progress
+// thread when an arrival comes (rdma/shm with a futex in shared memory).
+// Sleep blocks until an arrival may be pending or max has passed; a caller
+// polls Progress after it either way. Progress loops spin a while, then
+// Sleep, so that an idle process does not keep a core busy.
+type Sleeper interface {
+	Sleep(max time.Duration)
 }
 
 // Errors of transports.
