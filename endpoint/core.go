@@ -49,8 +49,8 @@ func newCore(p *Process, addr rdma.Addr, level ThreadLevel, mcfg match.Config) (
 		return nil, err
 	}
 	c := &core{p: p, addr: addr, level: level, table: t, rv: make(map[uint64]*Request)}
-	if p.local == nil {
-		c.off = newOffers()
+	if p.local == nil || p.procs > 1 {
+		c.off = newOffers() // some peers are reached only by packets
 	}
 	if err := p.tr.Bind(addr, c, p.pool); err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func (c *core) Receive(w int, pk *packet.Packet) {
 		if ok {
 			c.matched(w, r, pk)
 		}
-		if c.off != nil {
+		if c.p.remote(from) {
 			c.off.counted(from) // after matching: see offer.go
 		}
 	case packet.KindRTR:

@@ -367,6 +367,13 @@ func (p *Process) serve() {
 	}
 }
 
+// remote reports whether the endpoint at a is reached only by packets (the
+// protocol between processes: offers, RTS), not directly: it lives in
+// another process, or the transport reaches no endpoint directly.
+func (p *Process) remote(a rdma.Addr) bool {
+	return p.local == nil || (p.procs > 1 && p.layout.Owner(a) != p.rank)
+}
+
 // progress polls the transport and drains the backlog, returning how much
 // it handled.
 func (p *Process) progress(w int) int {
