@@ -13,9 +13,13 @@ import (
 // TestJobPointToPoint: every rank sends to every other, eager and
 // rendezvous sizes, with exact and wildcard receives, under every layout.
 func TestJobPointToPoint(t *testing.T) {
-	for _, ranks := range []int{2, 5} {
-		t.Run(fmt.Sprint("ranks=", ranks), func(t *testing.T) {
-			jobtest.Run(t, ranks, endpoint.ThreadSingle, func(ep *endpoint.Endpoint) error {
+	for _, c := range []struct {
+		ranks int
+		level endpoint.ThreadLevel
+	}{{2, endpoint.ThreadSingle}, {5, endpoint.ThreadSingle}, {3, endpoint.ThreadMultiple}} {
+		ranks := c.ranks
+		t.Run(fmt.Sprintf("ranks=%d/%v", ranks, c.level), func(t *testing.T) {
+			jobtest.Run(t, ranks, c.level, func(ep *endpoint.Endpoint) error {
 				w := ep.World()
 				me, n := ep.Rank(), ep.Size()
 				if n != ranks {
