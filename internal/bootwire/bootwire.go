@@ -26,7 +26,9 @@ package bootwire
 
 import (
 	"bufio"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -111,6 +113,21 @@ type Msg struct {
 	Key      string
 	Text     string
 	Value    []byte
+}
+
+// AbortCause is how an Abort is described to the other processes and in
+// fmpirun's message: "aborted the job with code 7: bad input".
+func AbortCause(code int32, reason string) string {
+	return fmt.Sprintf("aborted the job with code %d: %s", code, reason)
+}
+
+// NewJobID returns a fresh job id: 16 random hex digits. Ids of one length
+// are never prefixes of one another, so "fibermpi-<id>*" globs only that
+// job's files.
+func NewJobID() string {
+	var b [8]byte
+	rand.Read(b[:]) // never fails: crypto/rand panics rather than return an error
+	return hex.EncodeToString(b[:])
 }
 
 // ErrFrame is wrapped by every decoding error.
