@@ -287,17 +287,25 @@ func (c *client) collective(t bootwire.Type) error {
 	if err := c.write(buf); err != nil {
 		return err
 	}
+	var m bootwire.Msg
 	select {
-	case m := <-c.replies:
-		if m.Type == bootwire.OK {
-			return nil
-		}
-		return replyError(m)
+	case m = <-c.replies:
 	case <-c.dead:
-		return c.deadErr
+		// The reader hands over a reply before it reads what follows: a
+		// collective that completed before the job failed has its answer
+		// here already.
+		select {
+		case m = <-c.replies:
+		default:
+			return c.deadErr
+		}
 	case <-c.closing:
 		return ErrClosed
 	}
+	if m.Type == bootwire.OK {
+		return nil
+	}
+	return replyError(m)
 }
 
 // usable returns ErrClosed after Close, the job's error after it ended.

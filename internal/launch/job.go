@@ -35,6 +35,7 @@ type job struct {
 	procs      []*proc
 	unresolved int      // processes whose exit is not yet classified
 	fail       *Failure // the first cause of the job's end; nil while all goes well
+	notice     []byte   // the Failed frame telling fail to the processes
 	graceC     <-chan time.Time
 
 	// the collective under way: every process's first is the join (Hello)
@@ -487,22 +488,19 @@ func exitCode(st *os.ProcessState) int {
 }
 
 // end begins the end of the job for f, unless it is already ending: the
-// processes get a Failed notice of kind (or SIGTERM, if they never
-// connected) and the grace period starts.
+// processes get a Failed notice of kind (at once if they are connected,
+// as the answer to their join if they connect later) and the grace period
+// starts.
 func (j *job) end(f *Failure, kind bootwire.Kind) {
 	if j.fail != nil {
 		return
 	}
 	j.fail = f
 	j.logf("the job fails: %v", f)
-	notice := frame(bootwire.Msg{Type: bootwire.Failed, Kind: kind, Rank: int32(f.Rank), Text: f.Cause})
+	j.notice = frame(bootwire.Msg{Type: bootwire.Failed, Kind: kind, Rank: int32(f.Rank), Text: f.Cause})
 	for _, pr := range j.procs {
-		switch {
-		case pr.rank == f.Rank || pr.resolved || pr.cmd == nil:
-		case pr.peer != nil:
-			j.put(pr.peer, notice)
-		case !pr.joined && !pr.exited:
-			signalGroup(pr, syscall.SIGTERM)
+		if pr.rank != f.Rank && pr.peer != nil {
+			j.put(pr.peer, j.notice)
 		}
 	}
 	j.graceC = time.After(j.cfg.Grace)
@@ -523,38 +521,56 @@ func signalGroup(pr *proc, sig syscall.Signal) {
 	syscall.Kill(-pr.cmd.Process.Pid, sig)
 }
 
-// hello handles the first frame of a connection: the join request.
+// hello handles the first frame of a connection: the join request. A
+// refused request fails the job, in the name of the process that sent it
+// (found by its pid, as fmpirun started it) or else of the rank it claims.
 func (j *job) hello(p *peer, m bootwire.Msg) {
-	refuse := func(kind bootwire.Kind, rank int, text string) {
-		j.put(p, frame(bootwire.Msg{Type: bootwire.Error, Kind: kind, Rank: -1, Text: text}))
-		j.drop(p)
-		if rank >= 0 {
-			j.end(&Failure{Rank: rank, Cause: "refused at the join: " + text, Code: 1}, bootwire.KindPeerLost)
-		} else {
-			j.logf("refused a connection: %s", text)
+	var sender *proc
+	for _, pr := range j.procs {
+		if pr.cmd != nil && pr.cmd.Process.Pid == int(m.PID) {
+			sender = pr
 		}
 	}
 	rank := int(m.Rank)
 	if rank < 0 || rank >= j.cfg.N {
 		rank = -1
 	}
+	refuse := func(kind bootwire.Kind, text string) {
+		j.put(p, frame(bootwire.Msg{Type: bootwire.Error, Kind: kind, Rank: -1, Text: text}))
+		j.drop(p)
+		blame := rank
+		if sender != nil {
+			blame = sender.rank
+		}
+		if blame < 0 {
+			j.logf("refused a connection: %s", text)
+			return
+		}
+		j.end(&Failure{Rank: blame, Cause: "refused at the join: " + text, Code: 1}, bootwire.KindPeerLost)
+	}
 	switch {
+	case j.notice != nil:
+		j.put(p, j.notice) // the job is ending: that is the answer
+		j.drop(p)
 	case m.Type != bootwire.Hello:
-		refuse(bootwire.KindProtocol, -1, fmt.Sprintf("the first frame is %v, not Hello", m.Type))
+		rank = -1
+		refuse(bootwire.KindProtocol, fmt.Sprintf("the first frame is %v, not Hello", m.Type))
 	case m.Version != bootwire.Version:
-		refuse(bootwire.KindMismatch, rank, fmt.Sprintf("pid %d speaks bootstrap protocol %d, fmpirun speaks %d", m.PID, m.Version, bootwire.Version))
+		refuse(bootwire.KindMismatch, fmt.Sprintf("pid %d speaks bootstrap protocol %d, fmpirun speaks %d", m.PID, m.Version, bootwire.Version))
 	case m.JobID != j.id:
-		refuse(bootwire.KindMismatch, rank, fmt.Sprintf("pid %d has %s=%s but this fmpirun runs job %s (an environment left over from another job?)",
+		refuse(bootwire.KindMismatch, fmt.Sprintf("pid %d has %s=%s but this fmpirun runs job %s (an environment left over from another job?)",
 			m.PID, bootwire.EnvJobID, m.JobID, j.id))
 	case int(m.Size) != j.cfg.N:
-		refuse(bootwire.KindMismatch, rank, fmt.Sprintf("pid %d has %s=%d but fmpirun started %d processes", m.PID, bootwire.EnvSize, m.Size, j.cfg.N))
+		refuse(bootwire.KindMismatch, fmt.Sprintf("pid %d has %s=%d but fmpirun started %d processes", m.PID, bootwire.EnvSize, m.Size, j.cfg.N))
 	case rank < 0:
-		refuse(bootwire.KindEnvironment, -1, fmt.Sprintf("pid %d claims rank %d of %d", m.PID, m.Rank, j.cfg.N))
+		refuse(bootwire.KindEnvironment, fmt.Sprintf("pid %d claims rank %d of %d", m.PID, m.Rank, j.cfg.N))
+	case sender != nil && sender.rank != rank:
+		refuse(bootwire.KindMismatch, fmt.Sprintf("pid %d was started as rank %d but claims rank %d", m.PID, sender.rank, rank))
 	case j.procs[rank].joined:
-		refuse(bootwire.KindMismatch, rank, fmt.Sprintf("rank %d joined already (pid %d) and pid %d claims it too: did a process inherit another's environment?",
-			rank, j.procs[rank].hello.PID, m.PID))
+		refuse(bootwire.KindMismatch, fmt.Sprintf("pid %d claims rank %d, which pid %d joined already: did a process inherit another's environment?",
+			m.PID, rank, j.procs[rank].hello.PID))
 	case j.procs[rank].resolved || j.procs[rank].left != "":
-		refuse(bootwire.KindMismatch, rank, fmt.Sprintf("pid %d claims rank %d, whose process has left the job", m.PID, rank))
+		refuse(bootwire.KindMismatch, fmt.Sprintf("pid %d claims rank %d, whose process has left the job", m.PID, rank))
 	default:
 		pr := j.procs[rank]
 		pr.peer, p.proc, pr.hello, pr.joined = p, pr, m, true
