@@ -113,6 +113,10 @@ func Start(t testing.TB, n int, o Options, command ...string) *Job {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+15*time.Second)
 	cmd := exec.CommandContext(ctx, self, append(args, command...)...)
 	cmd.Env = append(os.Environ(), launcherEnv+"=1", childEnv+"=1")
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		// A race-enabled process sleeps a second as it exits, by default.
+		cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
 	cmd.Env = append(cmd.Env, o.Env...)
 	j := &Job{Cmd: cmd, done: make(chan struct{})}
 	j.out.changed = make(chan struct{})
