@@ -33,9 +33,10 @@ type job struct {
 	wg     sync.WaitGroup
 
 	procs      []*proc
-	unresolved int      // processes whose exit is not yet classified
-	fail       *Failure // the first cause of the job's end; nil while all goes well
-	notice     []byte   // the Failed frame telling fail to the processes
+	byPid      map[int]*proc // the processes started, by pid
+	unresolved int           // processes whose exit is not yet classified
+	fail       *Failure      // the first cause of the job's end; nil while all goes well
+	notice     []byte        // the Failed frame telling fail to the processes
 	graceC     <-chan time.Time
 
 	// the collective under way: every process's first is the join (Hello)
@@ -217,6 +218,7 @@ func (j *job) start(path string) {
 		base = os.Environ()
 	}
 	j.procs = make([]*proc, j.cfg.N)
+	j.byPid = make(map[int]*proc, j.cfg.N)
 	for r := range j.procs {
 		j.procs[r] = &proc{rank: r}
 	}
@@ -245,6 +247,7 @@ func (j *job) start(path string) {
 			return
 		}
 		pr.cmd = cmd
+		j.byPid[cmd.Process.Pid] = pr
 		j.unresolved++
 		j.logf("rank %d: pid %d", pr.rank, cmd.Process.Pid)
 		j.wg.Add(1)
@@ -525,12 +528,7 @@ func signalGroup(pr *proc, sig syscall.Signal) {
 // refused request fails the job, in the name of the process that sent it
 // (found by its pid, as fmpirun started it) or else of the rank it claims.
 func (j *job) hello(p *peer, m bootwire.Msg) {
-	var sender *proc
-	for _, pr := range j.procs {
-		if pr.cmd != nil && pr.cmd.Process.Pid == int(m.PID) {
-			sender = pr
-		}
-	}
+	sender := j.byPid[int(m.PID)]
 	rank := int(m.Rank)
 	if rank < 0 || rank >= j.cfg.N {
 		rank = -1

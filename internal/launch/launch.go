@@ -11,9 +11,10 @@
 // from one goroutine (every decision is taken there, in order). A process
 // that exits with status 0 leaves the job without harm; one that exits with
 // another status or is killed, or calls Abort, or is refused when it joins,
-// ends the job: the others get a Failed notice naming it (processes that
-// never connected get SIGTERM instead), and after the grace period whatever
-// is left of the job is killed with SIGKILL (each process group). When
+// ends the job: the others get a Failed notice naming it (at once if they
+// are connected, as the answer to their join if they connect later), and
+// after the grace period whatever is left of the job is killed with
+// SIGKILL (each process group, so what they started goes too). When
 // every process has exited, Run removes the socket and every
 // /dev/shm/fibermpi-<jobid>* file, and returns a *Failure naming the first
 // cause, or nil.

@@ -151,10 +151,16 @@ func TestStdin(t *testing.T) {
 
 func TestEnvironment(t *testing.T) {
 	base := append(os.Environ(), "FIBERMPI_BOOTSTRAP=single", "FIBERMPI_RANK=7", "KEEP=yes")
+	var log buffer
 	out, err := run(t, 2, `echo "rank=$FIBERMPI_RANK size=$FIBERMPI_SIZE job=$FIBERMPI_JOBID boot=$FIBERMPI_BOOT forced=${FIBERMPI_BOOTSTRAP-unset} keep=$KEEP"`,
-		func(c *Config) { c.Env = base })
+		func(c *Config) { c.Env, c.Log = base, &log })
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, want := range []string{"fmpirun: job ", "fmpirun: rank 0: pid ", "fmpirun: rank 1: exit status 0"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, log.String())
+		}
 	}
 	var job, boot string
 	for r := range 2 {
