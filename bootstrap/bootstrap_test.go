@@ -246,6 +246,28 @@ func (f *fakeLauncher) open(reply bootwire.Msg) (Bootstrap, error) {
 	}
 }
 
+// joined runs Detect against the fake, which accepts the join.
+func (f *fakeLauncher) joined() Bootstrap {
+	f.t.Helper()
+	b, err := f.open(bootwire.Msg{Type: bootwire.OK})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return b
+}
+
+// waitFailed waits for b's Failed to fire.
+func waitFailed(t *testing.T, b Bootstrap) error {
+	t.Helper()
+	select {
+	case err := <-b.Failed():
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("Failed did not fire")
+		return nil
+	}
+}
+
 func (f *fakeLauncher) read() bootwire.Msg {
 	f.t.Helper()
 	m, err := f.r.Read()
@@ -286,10 +308,7 @@ func recv(t *testing.T, c <-chan error, what string) error {
 
 func TestClientFence(t *testing.T) {
 	f := newFake(t)
-	b, err := f.open(bootwire.Msg{Type: bootwire.OK})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := f.joined()
 	if b.Name() != "fmpirun" || b.Rank() != 1 || b.Size() != 3 || b.JobID() != "0123456789abcdef" {
 		t.Errorf("%s rank %d size %d job %s", b.Name(), b.Rank(), b.Size(), b.JobID())
 	}
@@ -325,7 +344,7 @@ func TestClientFence(t *testing.T) {
 		t.Fatalf("sent %v, want Barrier", m.Type)
 	}
 	f.send(bootwire.Msg{Type: bootwire.Error, Kind: bootwire.KindPeerLost, Rank: 2, Text: "exit status 0"})
-	err = recv(t, barrier, "Barrier")
+	err := recv(t, barrier, "Barrier")
 	var pe *PeerError
 	if !errors.As(err, &pe) || pe.Rank != 2 || !errors.Is(err, ErrPeerLost) {
 		t.Errorf("Barrier: %v, want a PeerError for rank 2", err)
@@ -340,21 +359,13 @@ func TestClientFence(t *testing.T) {
 
 func TestClientFailed(t *testing.T) {
 	f := newFake(t)
-	b, err := f.open(bootwire.Msg{Type: bootwire.OK})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := f.joined()
 	fence := async(b.Fence)
 	f.read()
 	f.send(bootwire.Msg{Type: bootwire.Failed, Kind: bootwire.KindAborted, Rank: 0, Text: "aborted the job with code 2: no"})
 	want := "bootstrap: rank 0: aborted the job with code 2: no"
-	select {
-	case err := <-b.Failed():
-		if !errors.Is(err, ErrAborted) || err.Error() != want {
-			t.Errorf("Failed: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Failed did not fire")
+	if err := waitFailed(t, b); !errors.Is(err, ErrAborted) || err.Error() != want {
+		t.Errorf("Failed: %v", err)
 	}
 	if err := recv(t, fence, "Fence"); err == nil || err.Error() != want {
 		t.Errorf("pending Fence: %v, want %s", err, want)
@@ -369,21 +380,13 @@ func TestClientFailed(t *testing.T) {
 
 func TestClientLauncherGone(t *testing.T) {
 	f := newFake(t)
-	b, err := f.open(bootwire.Msg{Type: bootwire.OK})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := f.joined()
 	barrier := async(b.Barrier)
 	f.read()
 	f.conn.Close()
-	select {
-	case err := <-b.Failed():
-		var pe *PeerError
-		if !errors.As(err, &pe) || pe.Rank != -1 || !errors.Is(err, ErrPeerLost) {
-			t.Errorf("Failed: %v, want the launcher lost", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Failed did not fire")
+	var pe *PeerError
+	if err := waitFailed(t, b); !errors.As(err, &pe) || pe.Rank != -1 || !errors.Is(err, ErrPeerLost) {
+		t.Errorf("Failed: %v, want the launcher lost", err)
 	}
 	if err := recv(t, barrier, "Barrier"); !errors.Is(err, ErrPeerLost) {
 		t.Errorf("pending Barrier: %v", err)
@@ -393,10 +396,7 @@ func TestClientLauncherGone(t *testing.T) {
 
 func TestClientCloseWhileWaiting(t *testing.T) {
 	f := newFake(t)
-	b, err := f.open(bootwire.Msg{Type: bootwire.OK})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := f.joined()
 	fence := async(b.Fence)
 	f.read()
 	if err := b.Close(); err != nil {
@@ -414,10 +414,7 @@ func TestClientCloseWhileWaiting(t *testing.T) {
 
 func TestClientAbort(t *testing.T) {
 	f := newFake(t)
-	b, err := f.open(bootwire.Msg{Type: bootwire.OK})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := f.joined()
 	if err := b.Abort(9, strings.Repeat("r", 5000)); err != nil {
 		t.Fatal(err)
 	}
@@ -464,18 +461,10 @@ func TestClientBadFrames(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFake(t)
-			b, err := f.open(bootwire.Msg{Type: bootwire.OK})
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := f.joined()
 			f.conn.Write(frames)
-			select {
-			case err := <-b.Failed():
-				if !errors.Is(err, ErrPeerLost) {
-					t.Errorf("Failed: %v", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("a bad frame went unnoticed")
+			if err := waitFailed(t, b); !errors.Is(err, ErrPeerLost) {
+				t.Errorf("Failed: %v", err)
 			}
 			b.Close()
 		})
