@@ -21,7 +21,7 @@ import (
 
 // job is one run: its processes, their connections and the collective
 // under way. Everything but the goroutines' plumbing is touched only by
-// the loop in run.
+// loop (and by Run before and after it).
 type job struct {
 	cfg    Config
 	id     string
