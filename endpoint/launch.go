@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/fibermpi/fibermpi/bootstrap"
 	"github.com/fibermpi/fibermpi/rdma"
 	"github.com/fibermpi/fibermpi/rdma/inproc"
 	"github.com/fibermpi/fibermpi/rdma/route"
@@ -12,45 +13,19 @@ import (
 
 // Bootstrap is how a process learns the job it belongs to and exchanges
 // small records with the other processes while the job starts: the
-// bootstrap package implements it for each launcher.
-type Bootstrap interface {
-	// Name says which launcher started the job ("fmpirun", ...).
-	Name() string
-	// Rank is this process's index, 0 to Size()−1.
-	Rank() int
-	// Size is the number of processes in the job.
-	Size() int
-	// JobID is unique per job.
-	JobID() string
-	// Host identifies the node: equal for the processes of one node.
-	Host() string
-	// Put publishes a small record of this process under key.
-	Put(key string, value []byte) error
-	// Fence is collective: after it, every record put before any
-	// process's Fence can be read with Get.
-	Fence() error
-	// Get reads the record that process rank put under key.
-	Get(rank int, key string) ([]byte, error)
-	// Barrier is collective.
-	Barrier() error
-	// Failed delivers, once, the error that ends the job when another
-	// process fails or aborts, or the launcher goes away.
-	Failed() <-chan error
-	// Abort asks the launcher to end the whole job with code, printing
-	// reason once.
-	Abort(code int, reason string) error
-	// Close leaves the job cleanly.
-	Close() error
-}
+// bootstrap package's launchers (fmpirun; see bootstrap.Detect).
+type Bootstrap = bootstrap.Bootstrap
 
 // ErrJob is returned by Init when the processes of a job cannot be
 // connected (a backend cannot be set up, or no backend reaches a process).
 var ErrJob = errors.New("endpoint: cannot connect the processes of the job")
 
 // DetectBootstrap returns the bootstrap of the launcher that started this
-// process, or nil when none did (the embedded default: a job of one
-// process).
-func DetectBootstrap() (Bootstrap, error) { return nil, nil }
+// process (bootstrap.Detect): under fmpirun, the job it started; without a
+// launcher, a job of this process alone (the embedded default). A partial
+// or contradictory launch environment is an error naming the variables,
+// never a silent job of one.
+func DetectBootstrap() (Bootstrap, error) { return bootstrap.Detect() }
 
 // connect makes the process's transport: the in-process backend for a job
 // of one process; for several, a router (rdma/route) over the in-process
