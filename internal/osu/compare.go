@@ -115,14 +115,12 @@ func Summarize(w io.Writer, samples []Sample, baseline string) error {
 
 func summarizeBench(pw *printer, bench string, samples []Sample, baseline string) {
 	var contenders, columns []string
-	count := map[string]int{}
 	title := map[string]string{}
 	for _, s := range samples {
 		if !slices.Contains(contenders, s.Contender) {
 			contenders = append(contenders, s.Contender)
 			title[s.Contender] = s.Table.Title
 		}
-		count[s.Contender]++
 		for _, c := range s.Table.Columns {
 			if c != iterColumn && !slices.Contains(columns, c) {
 				columns = append(columns, c)
@@ -142,15 +140,6 @@ func summarizeBench(pw *printer, bench string, samples []Sample, baseline string
 		if lower {
 			best, better = "min", "lower"
 		}
-		pw.printf("## %s: %s (%s is better)\n", bench, col, better)
-		for _, c := range contenders {
-			pw.printf("#   %s: %d runs; %s\n", c, count[c], title[c])
-		}
-		ratio := "ratio = contender median / " + baseline + " median"
-		if !hasBase {
-			ratio = "no " + baseline + " runs: no ratios"
-		}
-		pw.printf("#   med = median over runs, best = %s; %s\n", best, ratio)
 
 		// per contender, per size: the values
 		vals := map[string]map[int]*stat{}
@@ -178,6 +167,20 @@ func summarizeBench(pw *printer, bench string, samples []Sample, baseline string
 			}
 		}
 		slices.Sort(sizes)
+
+		pw.printf("## %s: %s (%s is better)\n", bench, col, better)
+		for _, c := range contenders {
+			runs := 0 // samples per size: a run may cover only some sizes
+			for _, st := range vals[c] {
+				runs = max(runs, len(st.vals))
+			}
+			pw.printf("#   %s: %d runs; %s\n", c, runs, title[c])
+		}
+		ratio := "ratio = contender median / " + baseline + " median"
+		if !hasBase {
+			ratio = "no " + baseline + " runs: no ratios"
+		}
+		pw.printf("#   med = median over runs, best = %s; %s\n", best, ratio)
 
 		pw.printf("%-*s", sizeWidth, sizeColumn)
 		for _, c := range contenders {

@@ -144,3 +144,24 @@ func TestLoadDir(t *testing.T) {
 		t.Errorf("LoadDir with a bad table = %v, want ErrFormat naming the file", err)
 	}
 }
+
+// A run of each size on its own (bench-mpi-quick) is one run per size,
+// not two.
+func TestSummarizeRunsPerSize(t *testing.T) {
+	var samples []Sample
+	for round := range 3 {
+		for _, size := range []float64{8, 1 << 20} {
+			samples = append(samples, Sample{Bench: "latency", Contender: "fibermpi",
+				Table: mustParse(t, latencyTable("", [2]float64{size, float64(round + 1)}))})
+		}
+	}
+	var out bytes.Buffer
+	if err := Summarize(&out, samples, "fibermpi"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"fibermpi: 3 runs;", "\n8                     2.00        1.00\n", "\n1048576               2.00        1.00\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+}
