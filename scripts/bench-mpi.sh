@@ -158,7 +158,7 @@ done
 	echo "# load average (1/5/15 min) before: $LOAD_BEFORE; after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "# $("$BUILD/fmpi-osu" -version)"
 	echo "# tree: $(git rev-parse --short HEAD 2>/dev/null || echo "not a git checkout")$(git diff --quiet HEAD 2>/dev/null || echo ", with uncommitted changes")"
-	echo "# fibermpi: $FMPI_MODE: $(printf '%s ' "${FMPI_LAUNCH[@]}")$BUILD/fmpi-osu <bench>"
+	echo "# fibermpi: $FMPI_MODE: ${FMPI_LAUNCH[*]:+${FMPI_LAUNCH[*]} }$BUILD/fmpi-osu <bench>"
 	echo "# mpich: $(mpichversion 2>/dev/null | head -1 | tr -s '\t ' ' ') ($(mpichversion 2>/dev/null | sed -n 's/^MPICH Device:[[:space:]]*//p')): ${MPICH_LAUNCH[*]} osu_<bench>"
 	echo "# openmpi: $(mpirun.openmpi --version 2>/dev/null | head -1): OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ${OMPI_LAUNCH[*]} osu_<bench>"
 	echo "# sizes: $(printf '%s; ' "${VARIANTS[@]}")latency_mt: $(bench_args latency_mt)"
