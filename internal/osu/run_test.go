@@ -134,6 +134,11 @@ func checkOutput(t *testing.T, cfg Config, out string) {
 			t.Errorf("row %d: size %d not above %d", i, r.Size, tab.Rows[i-1].Size)
 		}
 		for j, v := range r.Values {
+			// The bandwidth of a few bytes, printed with 2 decimals in MB/s,
+			// rounds to 0.00 when a loaded machine makes the run slow.
+			if v == 0 && r.Size < 64 && !LowerIsBetter(tab.Columns[j]) {
+				continue
+			}
 			if !(v > 0) || math.IsInf(v, 0) {
 				t.Errorf("row %d (size %d): %s = %v, want a positive number", i, r.Size, tab.Columns[j], v)
 			}
