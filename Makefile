@@ -6,6 +6,9 @@
 #   make lint        vet, gofmt, go mod verify, staticcheck, govulncheck
 #   make docs        the documentation as pkg.go.dev shows it, on DOCS_ADDR
 #   make docs-check  render every package page offline and check it
+#   make bench-mpi   OSU-method benchmarks: fibermpi vs MPICH vs Open MPI, ROUNDS
+#                    (6) interleaved rounds, summary in bench-mpi.txt
+#   make bench-mpi-quick  the same at 8 B and 1 MiB only, in bench-mpi-quick.txt
 #
 # The tools are pinned by the tool lines of go.mod and run with go tool.
 
@@ -18,7 +21,8 @@ COUNT     ?= 6
 # race detector runs on all of them.
 RACEFLAGS ?= -race
 
-.PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools modverify staticcheck vulncheck docs docs-check
+.PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools modverify staticcheck vulncheck docs docs-check \
+	bench-mpi bench-mpi-quick
 
 all: test
 
@@ -75,3 +79,10 @@ docs:
 # (unshare); installs Debian's chromium when missing.
 docs-check:
 	GO=$(GO) ./scripts/docs-check.sh
+
+# Installs MPICH and Open MPI with apt-get if missing; see scripts/bench-mpi.sh.
+bench-mpi:
+	GO=$(GO) ROUNDS=$(COUNT) ./scripts/bench-mpi.sh
+
+bench-mpi-quick:
+	GO=$(GO) ROUNDS=$(COUNT) ./scripts/bench-mpi.sh -quick
