@@ -157,23 +157,40 @@ func (e *env) dropBacklog() {
 }
 
 // sendRetry sends pk from host h to to as worker w, outside any Receive
-// callback: while the transport answers rdma.ErrAgain it drives progress
-// and tries again, for at most the fabric's timeout. On error the caller
-// keeps pk.
+// callback. While the backlog holds packets it lets them go first, and
+// while the transport answers rdma.ErrAgain it tries again; either way it
+// drives progress meanwhile, for at most the fabric's timeout. On error
+// the caller keeps pk.
+//
+// Letting the backlog go first keeps the pool from running dry. A sender
+// that kept taking packets for new messages while the answers of Receive
+// callbacks waited in the backlog could end with every packet in the
+// backlog, the queues of both directions full, and no packet left for a
+// transport to build an arrival in: nothing would move again. Between
+// processes, each with its own pool, it is enough that a process sends
+// nothing new while its own backlog holds packets: the other side's
+// backlog can then grow only by what the queues held, and the other side
+// still has packets. The suite's endpoints share one pool, so a sender
+// waits while any backlog of the fabric holds packets.
 func (e *env) sendRetry(w int, h rdma.Transport, to rdma.Addr, pk *packet.Packet) error {
 	var deadline time.Time
 	for {
-		err := h.Send(w, to, pk)
-		if !errors.Is(err, rdma.ErrAgain) {
+		var err error
+		if e.backlog.held.Load() != 0 {
+			err = errBacklog
+		} else if err = h.Send(w, to, pk); !errors.Is(err, rdma.ErrAgain) {
 			return err
 		}
 		if deadline.IsZero() {
 			deadline = time.Now().Add(e.timeout)
 		} else if time.Now().After(deadline) {
-			return fmt.Errorf("rdmatest: the transport still refuses with %w after %v of progress", err, e.timeout)
+			return fmt.Errorf("rdmatest: still %w after %v of progress", err, e.timeout)
 		}
 		if e.progress(w) == 0 {
 			runtime.Gosched()
 		}
 	}
 }
+
+// errBacklog describes a send held back by the backlog.
+var errBacklog = errors.New("waiting for the backlog to drain")

@@ -233,7 +233,7 @@ func (e *env) waitFor(what string, cond func() bool) {
 	for !cond() {
 		if time.Now().After(deadline) {
 			e.report()
-			e.t.Fatalf("timed out after %v waiting for %s", e.timeout, what)
+			e.t.Fatalf("timed out after %v waiting for %s (%v, %d packets in the backlog)", e.timeout, what, e.pool, e.backlog.held.Load())
 		}
 		if e.progress(packet.NoWorker) == 0 {
 			runtime.Gosched()
