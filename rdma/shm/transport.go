@@ -155,7 +155,12 @@ func parsePeerInfo(b []byte) (peerInfo, error) {
 // cross-memory attach on each peer by reading a word of it, and removes
 // its own segment's file after the second fence: from then on the
 // segments live only in the mappings, and nothing is left in Config.Dir
-// whatever way the processes end. On error it removes what it made; the
+// whatever way the processes end. (A process killed inside New may leave
+// its file; the launcher removes Config.Dir/fibermpi-<jobid>-* at the end
+// of the job.)
+//
+// A peer's Send to an address of this process fails with rdma.ErrNoPeer
+// until it is bound: bind the endpoints, then fence, before sending. On error it removes what it made; the
 // other processes' New then fail in the Exchange or on the missing
 // segment.
 func New(cfg Config) (*Transport, error) {
@@ -239,8 +244,13 @@ func New(cfg Config) (*Transport, error) {
 	if err := ex.Fence(); err != nil {
 		return fail(fmt.Errorf("shm: second fence: %w", err))
 	}
-	if err := unlink(self.name); err != nil {
-		return fail(err)
+	// Every process has mapped every segment of the node: the files can
+	// go. Each process removes its peers' too, so that a file stays only
+	// if every process of the node dies between here and its unlink.
+	for _, s := range t.segs {
+		if err := unlink(s.name); err != nil {
+			return fail(err)
+		}
 	}
 	switch {
 	case cma > 0 && copies > 0:
