@@ -149,20 +149,23 @@ func parsePeerInfo(b []byte) (peerInfo, error) {
 }
 
 // New makes this process's transport. It is collective: every process of
-// the job calls it (one with no peers too), because it fences the
-// Exchange twice. It creates this process's segment, publishes its name
-// and pid, maps the peers' segments after the first fence, tests
-// cross-memory attach on each peer by reading a word of it, and removes
-// its own segment's file after the second fence: from then on the
-// segments live only in the mappings, and nothing is left in Config.Dir
-// whatever way the processes end. (A process killed inside New may leave
-// its file; the launcher removes Config.Dir/fibermpi-<jobid>-* at the end
-// of the job.)
+// the job calls it, one without peers too, because it fences the Exchange
+// twice. It creates this process's segment, publishes its name and pid,
+// maps the peers' segments after the first fence, tests cross-memory
+// attach towards each peer by reading a word of it, and removes the node's
+// segment files after the second fence: from then on the segments live
+// only in the mappings, and nothing is left in Config.Dir however the
+// processes end. (A process killed inside New may leave its file; the
+// launcher removes Config.Dir/fibermpi-<jobid>-* at the end of the job.)
+//
+// On error New removes what it made. A process that fails once the
+// Exchange works still takes part in both fences, so that the others' New
+// return; the job learns of the failure from that process (its error, its
+// exit), and the others' CheckPeers report its exit.
 //
 // A peer's Send to an address of this process fails with rdma.ErrNoPeer
-// until it is bound: bind the endpoints, then fence, before sending. On error it removes what it made; the
-// other processes' New then fail in the Exchange or on the missing
-// segment.
+// until the address is bound: bind the endpoints, then fence, before
+// sending.
 func New(cfg Config) (*Transport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -207,9 +210,17 @@ func New(cfg Config) (*Transport, error) {
 	h.magic = segMagic // last: a peer checks it
 	t.regs.init(self, cfg.MaxRegions)
 
+	fenced := 0
 	fail := func(err error) (*Transport, error) {
 		_ = unlink(self.name)
 		t.release()
+		// Keep the collective in step: the others then finish New and
+		// learn of this process's failure from the job (its exit).
+		for ; fenced < 2; fenced++ {
+			if ex.Fence() != nil {
+				break
+			}
+		}
 		return nil, err
 	}
 	info := peerInfo{
@@ -217,11 +228,14 @@ func New(cfg Config) (*Transport, error) {
 		payload: uint64(cfg.PayloadSize), forceCopy: cfg.ForceCopy, name: name,
 	}
 	if err := ex.Put(exchangeKey, info.marshal()); err != nil {
+		fenced = 2
 		return fail(fmt.Errorf("shm: publishing the segment: %w", err))
 	}
 	if err := ex.Fence(); err != nil {
+		fenced = 2 // the Exchange is broken: do not wait in it again
 		return fail(fmt.Errorf("shm: first fence: %w", err))
 	}
+	fenced = 1
 
 	// This process's own ring, then the peers'.
 	t.in = append(t.in, newInRing(self, 0, t.rank))
@@ -242,8 +256,10 @@ func New(cfg Config) (*Transport, error) {
 		}
 	}
 	if err := ex.Fence(); err != nil {
+		fenced = 2
 		return fail(fmt.Errorf("shm: second fence: %w", err))
 	}
+	fenced = 2
 	// Every process has mapped every segment of the node: the files can
 	// go. Each process removes its peers' too, so that a file stays only
 	// if every process of the node dies between here and its unlink.
