@@ -26,8 +26,7 @@ const (
 
 // Limits of Config.
 const (
-	// MaxRingSize is the largest ring: a record's length field has 28
-	// bits, and a chunk of a copied Put is a quarter of a ring.
+	// MaxRingSize is the largest ring.
 	MaxRingSize = 1 << 30
 	// minRecords is how many records of the largest packet a ring must
 	// hold at least.
@@ -92,7 +91,7 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RingSize == 0 {
 		c.RingSize = DefaultRingSize
-		for c.RingSize < minRecords*recordSize(packet.HeaderWireSize+c.PayloadSize) && c.RingSize < MaxRingSize {
+		for c.RingSize < minRecords*recordSize(c.PayloadSize) && c.RingSize < MaxRingSize {
 			c.RingSize *= 2
 		}
 	}
@@ -150,7 +149,7 @@ func (c Config) Validate() error {
 	if c.Pool != nil && c.Pool.PayloadSize() < c.PayloadSize {
 		return invalid("the Pool's payloads (%d bytes) are smaller than PayloadSize %d", c.Pool.PayloadSize(), c.PayloadSize)
 	}
-	minRing := minRecords * recordSize(packet.HeaderWireSize+c.PayloadSize)
+	minRing := minRecords * recordSize(c.PayloadSize)
 	if c.RingSize < minRing || c.RingSize > MaxRingSize || bits.OnesCount(uint(c.RingSize)) != 1 {
 		return invalid("RingSize %d: want a power of two in [%d, %d] (%d records of a %d-byte payload)",
 			c.RingSize, minRing, MaxRingSize, minRecords, c.PayloadSize)

@@ -13,22 +13,28 @@ import (
 const conformanceRing = 8 << 10
 
 // factory makes fabrics of 2 to 4 transports (processes), endpoint a on
-// transport a % n. In copy mode every transport gets a background
-// progress goroutine: a copied Put or Get needs the owner's progress,
-// which in a real job its progress engine provides, and the suite calls
-// Put and Get from its test goroutine without driving the owner.
+// transport a % n. In copy mode every transport gets a progress engine
+// (a goroutine, stopped when the suite closes the transport): a copied Put
+// or Get needs the owner's progress, which in a real job its progress
+// engine provides, and the suite calls Put and Get from its test goroutine
+// without driving the owner.
 func factory(forceCopy bool, ring int) rdmatest.Factory {
 	return func(t *testing.T, cfg rdmatest.Config) rdmatest.Fabric {
 		n := min(max(cfg.Endpoints, 2), 4)
 		j := newJob(t, n, cfg.Endpoints, func(int) shm.Config {
 			return shm.Config{Pool: cfg.Pool, RingSize: ring, ForceCopy: forceCopy}
 		})
-		if forceCopy {
-			j.progressInBackground()
-		}
 		hosts := make([]rdma.Transport, cfg.Endpoints)
+		var es []*engine
+		if forceCopy {
+			es = j.engines()
+		}
 		for a := range hosts {
-			hosts[a] = j.trs[a%n]
+			if forceCopy {
+				hosts[a] = es[a%n]
+			} else {
+				hosts[a] = j.trs[a%n]
+			}
 		}
 		return rdmatest.Fabric{Hosts: hosts}
 	}

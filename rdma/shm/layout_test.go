@@ -66,16 +66,43 @@ func TestProducerConsumerApart(t *testing.T) {
 	}
 }
 
-// TestRecordSize: a record is the prefix, the packet header and the
-// payload, in whole cache lines; 8 bytes take two lines.
+// TestRecordSize: a record is the head (the packet header) and the
+// payload in whole cache lines; an 8-byte message takes one line.
 func TestRecordSize(t *testing.T) {
-	for _, c := range []struct{ payload, want int }{{0, 64}, {8, 128}, {64, 128}, {65, 192}, {8192, 8256}} {
-		if got := recordSize(packet.HeaderWireSize + c.payload); got != c.want {
+	for _, c := range []struct{ payload, want int }{{0, 64}, {8, 64}, {9, 128}, {64, 128}, {72, 128}, {73, 192}, {8192, 8256}} {
+		if got := recordSize(c.payload); got != c.want {
 			t.Errorf("recordSize of a %d-byte payload = %d, want %d", c.payload, got, c.want)
 		}
 	}
-	if fieldsSize != 64 {
-		t.Errorf("prefix and header take %d bytes, want one line", fieldsSize)
+}
+
+// TestHeaderWire: the two facts of packet.EncodeHeader's layout a record
+// relies on: the payload length is the little-endian uint32 at
+// offPacketLen, and the bytes from offWord1 to the end are padding, zero
+// whatever the header holds (a record keeps its destination and type
+// there).
+func TestHeaderWire(t *testing.T) {
+	pool, err := packet.New(packet.Config{Workers: 1, PerWorker: 1, Shared: 1, PayloadSize: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk := pool.Get(packet.NoWorker)
+	defer pool.Put(packet.NoWorker, pk)
+	pk.Context, pk.Source, pk.Tag, pk.From, pk.Count = ^uint32(0), -1, -1, ^uint32(0), ^uint32(0)
+	pk.SendID, pk.RecvID, pk.Size, pk.Kind, pk.Flags = ^uint64(0), ^uint64(0), ^uint64(0), ^packet.Kind(0), 0xff
+	pk.SetLen(1000)
+	var b [headSize]byte
+	pk.EncodeHeader(b[:])
+	if got := le.Uint32(b[offPacketLen:]); got != 1000 {
+		t.Errorf("the length field at %d holds %d, want 1000", offPacketLen, got)
+	}
+	for i := offWord1; i < headSize; i++ {
+		if b[i] != 0 {
+			t.Errorf("header byte %d is %#x: not padding", i, b[i])
+		}
+	}
+	if offWord1+4 > offType || offType >= headSize || fLen+4 > offWord1 {
+		t.Errorf("head fields overlap: word1 at %d, type at %d, length at %d", offWord1, offType, fLen)
 	}
 }
 

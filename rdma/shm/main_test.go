@@ -91,23 +91,56 @@ func newJob(t testing.TB, n, endpoints int, cfg func(rank int) shm.Config) *job 
 	return j
 }
 
-// progressInBackground gives every transport a goroutine that drives its
-// progress and sleeps when idle, as a process's progress engine does,
-// until the job's clean-up.
-func (j *job) progressInBackground() {
-	for _, tr := range j.trs {
-		j.wg.Go(func() {
-			for {
-				select {
-				case <-j.stop:
-					return
-				default:
-				}
-				if tr.Progress(packet.NoWorker) == 0 {
-					tr.Sleep(time.Millisecond)
-					runtime.Gosched()
-				}
+// engine is a transport with a goroutine that drives its progress and
+// sleeps when idle, as a process's progress engine does. Close stops the
+// goroutine before it closes the transport, as a process stops its engine
+// before it closes (a Progress running on another goroutine may hold
+// packets it has taken out of a ring until it has delivered them).
+type engine struct {
+	*shm.Transport
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+func startEngine(tr *shm.Transport) *engine {
+	e := &engine{Transport: tr, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		for {
+			select {
+			case <-e.stop:
+				return
+			default:
 			}
+			if tr.Progress(packet.NoWorker) == 0 {
+				tr.Sleep(time.Millisecond)
+				runtime.Gosched()
+			}
+		}
+	}()
+	return e
+}
+
+// Close stops the engine, then closes the transport.
+func (e *engine) Close() error {
+	e.once.Do(func() {
+		close(e.stop)
+		<-e.done
+	})
+	return e.Transport.Close()
+}
+
+// engines starts an engine for every transport of the job, stopped at the
+// job's clean-up at the latest.
+func (j *job) engines() []*engine {
+	es := make([]*engine, len(j.trs))
+	for i, tr := range j.trs {
+		es[i] = startEngine(tr)
+		j.wg.Go(func() {
+			<-j.stop
+			es[i].Close()
 		})
 	}
+	return es
 }

@@ -277,7 +277,7 @@ func (t *Transport) putCopy(o *outRing, r rdma.Region, off uint64, src []byte) e
 	w := waiter{t: t, o: o}
 	for len(src) > 0 {
 		n := min(len(src), o.chunk)
-		size := recordSize(fieldsSize - prefixSize + n)
+		size := recordSize(n)
 		o.mu.lock()
 		if o.dead {
 			o.mu.unlock()
@@ -286,11 +286,11 @@ func (t *Transport) putCopy(o *outRing, r rdma.Region, off uint64, src []byte) e
 		at, ok := o.reserve(uint64(size))
 		if ok {
 			rec := o.data[at : at+uint64(size)]
-			putPrefix(rec, recPut, fieldsSize-prefixSize+n, r.Key)
 			le.PutUint64(rec[fRegAddr:], r.Addr)
 			le.PutUint64(rec[fRegLen:], r.Len)
 			le.PutUint64(rec[fOff:], off)
-			copy(rec[fieldsSize:], src[:n])
+			putHead(rec, recPut, r.Key, n)
+			copy(rec[headSize:], src[:n])
 			o.publish(uint64(size))
 		}
 		o.mu.unlock()
@@ -308,8 +308,8 @@ func (t *Transport) putCopy(o *outRing, r rdma.Region, off uint64, src []byte) e
 
 // apply carries out a record other than a packet, taken from ir. The
 // caller holds ir.take.
-func (t *Transport) apply(ir *inRing, typ, body int, word1 uint32, rec []byte) {
-	data := rec[fieldsSize : prefixSize+body]
+func (t *Transport) apply(ir *inRing, typ, n int, word1 uint32, rec []byte) {
+	data := rec[headSize : headSize+n]
 	switch typ {
 	case recPut:
 		r := rdma.Region{Key: word1, Addr: le.Uint64(rec[fRegAddr:]), Len: le.Uint64(rec[fRegLen:])}
@@ -327,7 +327,7 @@ func (t *Transport) apply(ir *inRing, typ, body int, word1 uint32, rec []byte) {
 			id:  le.Uint64(rec[fReqID:]),
 		})
 	case recGetData:
-		t.gets.answer(le.Uint64(rec[fReqID:]), word1, le.Uint64(rec[fDstOff:]), data)
+		t.gets.answer(le.Uint64(rec[fReqID:]), word1, le.Uint64(rec[fOff:]), data)
 	}
 }
 
@@ -418,7 +418,7 @@ func (t *Transport) getCopy(o *outRing, r rdma.Region, off uint64, dst []byte) e
 	}()
 
 	w := waiter{t: t, o: o}
-	size := uint64(recordSize(fieldsSize - prefixSize))
+	size := uint64(recordSize(0))
 	for {
 		o.mu.lock()
 		if o.dead {
@@ -428,12 +428,12 @@ func (t *Transport) getCopy(o *outRing, r rdma.Region, off uint64, dst []byte) e
 		at, ok := o.reserve(size)
 		if ok {
 			rec := o.data[at : at+size]
-			putPrefix(rec, recGetReq, fieldsSize-prefixSize, r.Key)
 			le.PutUint64(rec[fRegAddr:], r.Addr)
 			le.PutUint64(rec[fRegLen:], r.Len)
 			le.PutUint64(rec[fOff:], off)
 			le.PutUint64(rec[fN:], uint64(len(dst)))
 			le.PutUint64(rec[fReqID:], id)
+			putHead(rec, recGetReq, r.Key, 0)
 			o.publish(size)
 		}
 		o.mu.unlock()
@@ -506,7 +506,7 @@ func (t *Transport) answer(s *getServe) (records int, done bool) {
 		} else {
 			data = buf[s.off+s.sent : s.off+s.sent+n]
 		}
-		size := uint64(recordSize(fieldsSize - prefixSize + int(n)))
+		size := uint64(recordSize(int(n)))
 		o.mu.lock()
 		if o.dead {
 			o.mu.unlock()
@@ -516,10 +516,10 @@ func (t *Transport) answer(s *getServe) (records int, done bool) {
 		at, ok := o.reserve(size)
 		if ok {
 			rec := o.data[at : at+size]
-			putPrefix(rec, recGetData, fieldsSize-prefixSize+int(n), status)
 			le.PutUint64(rec[fReqID:], s.id)
-			le.PutUint64(rec[fDstOff:], s.sent)
-			copy(rec[fieldsSize:], data)
+			le.PutUint64(rec[fOff:], s.sent)
+			putHead(rec, recGetData, status, int(n))
+			copy(rec[headSize:], data)
 			o.publish(size)
 		}
 		o.mu.unlock()

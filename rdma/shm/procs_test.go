@@ -395,6 +395,8 @@ func runChild(role string) int {
 		err = n.pingPongAndFlood(pingCount)
 	case "memory":
 		err = n.rendezvous(memorySize)
+	case "echo":
+		err = runEcho(n)
 	case "wait":
 		// Say so, then deliver until killed (or the time runs out).
 		n.recv = func(pk *packet.Packet) { n.pool.Put(packet.NoWorker, pk) }
@@ -426,7 +428,7 @@ type child struct {
 
 // startChild starts rank 1 in role; the job's clean-up kills it if it is
 // still running and removes what it may have left in /dev/shm.
-func startChild(t *testing.T, role, dir, job string, forceCopy bool) *child {
+func startChild(t testing.TB, role, dir, job string, forceCopy bool) *child {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*procLimit)
 	c := &child{done: make(chan error, 1)}
@@ -460,7 +462,7 @@ func startChild(t *testing.T, role, dir, job string, forceCopy bool) *child {
 }
 
 // wait waits for the child's exit, at most procLimit.
-func (c *child) wait(t *testing.T) {
+func (c *child) wait(t testing.TB) {
 	t.Helper()
 	select {
 	case err := <-c.done:

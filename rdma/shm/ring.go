@@ -13,17 +13,22 @@ import (
 
 // Records. A record starts on a 64-byte boundary of its ring and takes a
 // whole number of cache lines, so a consumer reading one record never
-// shares a line with the producer writing the next:
+// shares a line with the producer writing the next. Its first 56 bytes
+// are its head; data follows:
 //
-//	word 0 (uint32)  type << 28 | body length in bytes
-//	word 1 (uint32)  recPacket: destination address; recPut, recGetReq:
-//	                 registration key; recGetData: status
-//	body             recPacket: packet header (packet.HeaderWireSize
-//	                 bytes) then payload; the others: 56 bytes of fields
-//	                 then data
+//	recPacket   the packet header as packet.EncodeHeader writes it (its
+//	            length field at offPacketLen is the payload length), then
+//	            the payload
+//	the others  the fields below (fLen is the data length), then data
 //
-// An 8-byte message is a 128-byte record: one line of prefix and header,
-// one of payload.
+// and in every head, over bytes the packet header leaves as zero padding,
+//
+//	offWord1 (uint32)  recPacket: destination address; recPut, recGetReq:
+//	                   registration key; recGetData: status
+//	offType  (byte)    the record's type
+//
+// An 8-byte message is one 64-byte line. TestHeaderWire checks the two
+// facts of packet's wire layout this relies on.
 const (
 	recPacket  = 1  // a packet for the address in word 1
 	recPut     = 2  // bytes of a copied Put into registration word 1
@@ -31,23 +36,21 @@ const (
 	recGetData = 4  // bytes answering a copied Get; word 1 is a status
 	recSkip    = 15 // nothing up to the end of the ring: continue at its start
 
-	prefixSize = 8
-	// fieldsSize is the size of a record's prefix and fixed fields; data
-	// starts there.
-	fieldsSize = prefixSize + packet.HeaderWireSize
-	lenBits    = 28
-	lenMask    = 1<<lenBits - 1
-	recAlign   = 64
+	headSize     = packet.HeaderWireSize
+	offPacketLen = 12 // the payload length in packet.EncodeHeader's layout
+	offWord1     = 50
+	offType      = 55
+	recAlign     = 64
 )
 
-// Fields of recPut, recGetReq and recGetData records (byte offsets).
+// Fields of the heads of recPut, recGetReq and recGetData (byte offsets).
 const (
-	fRegAddr = 8  // recPut, recGetReq: the Region's Addr
-	fRegLen  = 16 // recPut, recGetReq: the Region's Len
-	fOff     = 24 // recPut, recGetReq: offset in the region
-	fN       = 32 // recGetReq: bytes asked for
-	fReqID   = 40 // recGetReq, recGetData: the Get's id
-	fDstOff  = 48 // recGetData: offset of the data in the Get's dst
+	fRegAddr = 0  // recPut, recGetReq: the Region's Addr
+	fRegLen  = 8  // recPut, recGetReq: the Region's Len
+	fOff     = 16 // recPut, recGetReq: offset in the region; recGetData: offset in the Get's dst
+	fN       = 24 // recGetReq: bytes asked for
+	fReqID   = 32 // recGetReq, recGetData: the Get's id
+	fLen     = 40 // uint32: the data bytes after the head
 )
 
 // Statuses of recGetData.
@@ -58,11 +61,20 @@ const (
 
 var le = binary.LittleEndian
 
-// recordSize returns the ring bytes of a record with a body of n bytes.
-func recordSize(body int) int { return (prefixSize + body + recAlign - 1) &^ (recAlign - 1) }
+// recordSize returns the ring bytes of a record with n data bytes.
+func recordSize(n int) int { return (headSize + n + recAlign - 1) &^ (recAlign - 1) }
 
-// queuedSize returns the bytes a drained record takes in a queue.
-func queuedSize(body int) int { return (prefixSize + body + 7) &^ 7 }
+// queuedSize returns the bytes a drained packet record with n payload
+// bytes takes in a queue.
+func queuedSize(n int) int { return (headSize + n + 7) &^ 7 }
+
+// putHead writes the type, word 1 and data length of a record other than
+// a packet.
+func putHead(rec []byte, typ int, word1 uint32, n int) {
+	le.PutUint32(rec[fLen:], uint32(n))
+	le.PutUint32(rec[offWord1:], word1)
+	rec[offType] = byte(typ)
+}
 
 // spinlock is a lock for sections of a few hundred nanoseconds that never
 // block. It never parks a goroutine in the Go scheduler (a locked worker
@@ -128,7 +140,7 @@ func newOutRing(seg *segment, ring int, proc, pid int) *outRing {
 	ctl, data := seg.ring(ring)
 	o := &outRing{ctl: ctl, data: data, size: uint64(len(data)), mask: uint64(len(data) - 1), seg: seg, proc: proc, pid: pid}
 	o.pidfd.Store(-1)
-	o.chunk = len(data)/4 - fieldsSize
+	o.chunk = len(data)/4 - headSize
 	o.raceSync = raceSyncFor(seg.dev, seg.ino, ring)
 	// The consumer may have run before (it never has: the ring is new),
 	// but start from what the ring says, not from zero.
@@ -156,7 +168,7 @@ func (o *outRing) reserve(size uint64) (uint64, bool) {
 		}
 	}
 	if size > rem {
-		le.PutUint32(o.data[off:], recSkip<<lenBits)
+		o.data[off+offType] = recSkip
 		o.tail += rem
 		off = 0
 	}
@@ -183,19 +195,13 @@ func (o *outRing) wake() {
 	}
 }
 
-// putPrefix writes a record's first two words.
-func putPrefix(rec []byte, typ, body int, word1 uint32) {
-	le.PutUint32(rec, uint32(typ)<<lenBits|uint32(body))
-	le.PutUint32(rec[4:], word1)
-}
-
 // writePacket writes pk's record for address to at off.
 func (o *outRing) writePacket(off uint64, size int, to rdma.Addr, pk *packet.Packet) {
 	rec := o.data[off : off+uint64(size)]
-	n := pk.Len()
-	putPrefix(rec, recPacket, packet.HeaderWireSize+n, uint32(to))
-	pk.EncodeHeader(rec[prefixSize:fieldsSize])
-	copy(rec[fieldsSize:], pk.Data())
+	pk.EncodeHeader(rec[:headSize])
+	le.PutUint32(rec[offWord1:], uint32(to))
+	rec[offType] = recPacket
+	copy(rec[headSize:], pk.Data())
 }
 
 // inRing is this process's consumer side of one ring of its segment.
@@ -253,10 +259,10 @@ func newInRing(seg *segment, ring, from int) *inRing {
 }
 
 // peekRing returns the next record of the ring: its bytes (padding
-// included), type, body length and word 1. It reports ok false when the
+// included), type, data length and word 1. It reports ok false when the
 // ring is empty, and corrupt true (with ok false) for bytes that are no
 // record. The caller holds take.
-func (ir *inRing) peekRing() (rec []byte, typ, body int, word1 uint32, ok, corrupt bool) {
+func (ir *inRing) peekRing() (rec []byte, typ, n int, word1 uint32, ok, corrupt bool) {
 	for {
 		if ir.head == ir.tailCache {
 			// The Load is the acquire that pairs with the producer's
@@ -273,34 +279,41 @@ func (ir *inRing) peekRing() (rec []byte, typ, body int, word1 uint32, ok, corru
 			return nil, 0, 0, 0, false, true
 		}
 		off := ir.head & ir.mask
-		w0 := le.Uint32(ir.data[off:])
-		typ, body = int(w0>>lenBits), int(w0&lenMask)
-		if typ == recSkip {
+		head := ir.data[off : off+headSize]
+		switch typ = int(head[offType]); typ {
+		case recSkip:
 			ir.head += ir.size - off
 			continue
+		case recPacket:
+			n = int(le.Uint32(head[offPacketLen:]))
+		case recPut, recGetReq, recGetData:
+			n = int(le.Uint32(head[fLen:]))
+		default:
+			return nil, 0, 0, 0, false, true
 		}
-		size := uint64(recordSize(body))
-		if typ < recPacket || typ > recGetData || body < packet.HeaderWireSize || off+size > ir.size || ir.head+size > ir.tailCache {
+		size := uint64(recordSize(n))
+		if size > ir.size-off || ir.head+size > ir.tailCache {
 			return nil, 0, 0, 0, false, true
 		}
 		rec = ir.data[off : off+size]
-		return rec, typ, body, le.Uint32(rec[4:]), true, false
+		return rec, typ, n, le.Uint32(head[offWord1:]), true, false
 	}
 }
 
-// peekQueue returns the next drained record, as peekRing does.
-func (ir *inRing) peekQueue() (rec []byte, body int, word1 uint32, ok bool) {
+// peekQueue returns the next drained packet record, its payload length
+// and destination.
+func (ir *inRing) peekQueue() (rec []byte, n int, word1 uint32, ok bool) {
 	if ir.qhead == len(ir.queue) {
 		return nil, 0, 0, false
 	}
 	q := ir.queue[ir.qhead:]
-	body = int(le.Uint32(q) & lenMask)
-	return q[:queuedSize(body)], body, le.Uint32(q[4:]), true
+	n = int(le.Uint32(q[offPacketLen:]))
+	return q[:queuedSize(n)], n, le.Uint32(q[offWord1:]), true
 }
 
 // popQueue drops the record peekQueue returned.
-func (ir *inRing) popQueue(body int) {
-	ir.qhead += queuedSize(body)
+func (ir *inRing) popQueue(n int) {
+	ir.qhead += queuedSize(n)
 	if ir.qhead == len(ir.queue) {
 		ir.queue, ir.qhead = ir.queue[:0], 0
 	}

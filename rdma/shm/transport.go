@@ -450,7 +450,7 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 	if pool == nil {
 		return ErrForeignPacket
 	}
-	size := recordSize(packet.HeaderWireSize + n)
+	size := recordSize(n)
 	o.mu.lock()
 	if o.dead {
 		o.mu.unlock()
@@ -531,16 +531,16 @@ func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
 	}
 	defer ir.publishHead()
 	for k < batchSize {
-		if rec, body, word1, ok := ir.peekQueue(); ok {
-			if !t.unpack(w, ir, k, rec, body, word1) {
+		if rec, n, word1, ok := ir.peekQueue(); ok {
+			if !t.unpack(w, ir, k, rec, n, word1) {
 				return k, handled, false
 			}
-			ir.popQueue(body)
+			ir.popQueue(n)
 			k++
 			handled++
 			continue
 		}
-		rec, typ, body, word1, ok, corrupt := ir.peekRing()
+		rec, typ, n, word1, ok, corrupt := ir.peekRing()
 		if corrupt {
 			t.corrupt(ir)
 		}
@@ -548,12 +548,12 @@ func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
 			return k, handled, false
 		}
 		if typ == recPacket {
-			if !t.unpack(w, ir, k, rec, body, word1) {
+			if !t.unpack(w, ir, k, rec, n, word1) {
 				return k, handled, false
 			}
 			k++
 		} else {
-			t.apply(ir, typ, body, word1, rec)
+			t.apply(ir, typ, n, word1, rec)
 		}
 		ir.head += uint64(len(rec))
 		handled++
@@ -561,11 +561,11 @@ func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
 	return k, handled, true
 }
 
-// unpack builds the packet record rec (body bytes after the prefix, for
-// address word1) in a packet of the destination's pool as ir.batch[k]. It
-// reports false, leaving the record, when the destination is not bound
-// or its pool is dry.
-func (t *Transport) unpack(w int, ir *inRing, k int, rec []byte, body int, word1 uint32) bool {
+// unpack builds the packet record rec (n payload bytes, for address
+// word1) in a packet of the destination's pool as ir.batch[k]. It reports
+// false, leaving the record, when the destination is not bound or its
+// pool is dry.
+func (t *Transport) unpack(w int, ir *inRing, k int, rec []byte, n int, word1 uint32) bool {
 	e := t.entry(rdma.Addr(word1))
 	if e == nil {
 		return false
@@ -578,12 +578,12 @@ func (t *Transport) unpack(w int, ir *inRing, k int, rec []byte, body int, word1
 	if pk == nil {
 		return false
 	}
-	if err := pk.DecodeHeader(rec[prefixSize:fieldsSize]); err != nil || pk.Len() != body-packet.HeaderWireSize {
+	if err := pk.DecodeHeader(rec[:headSize]); err != nil {
 		b.pool.Put(w, pk)
 		t.corrupt(ir)
 		return false
 	}
-	copy(pk.Payload()[:pk.Len()], rec[fieldsSize:])
+	copy(pk.Payload()[:n], rec[headSize:])
 	ir.batch[k], ir.recv[k] = pk, b.r
 	return true
 }
@@ -610,7 +610,7 @@ func (t *Transport) drain() int {
 		}
 		ir.take.lock()
 		for !ir.dead {
-			rec, typ, body, word1, ok, corrupt := ir.peekRing()
+			rec, typ, n, word1, ok, corrupt := ir.peekRing()
 			if corrupt {
 				t.corrupt(ir)
 			}
@@ -618,11 +618,11 @@ func (t *Transport) drain() int {
 				break
 			}
 			if typ == recPacket {
-				ir.queue = append(ir.queue, rec[:queuedSize(body)]...)
+				ir.queue = append(ir.queue, rec[:queuedSize(n)]...)
 				ir.queued.Add(1)
 				queued++
 			} else {
-				t.apply(ir, typ, body, word1, rec)
+				t.apply(ir, typ, n, word1, rec)
 			}
 			ir.head += uint64(len(rec))
 			n++
