@@ -165,12 +165,17 @@ type Local interface {
 	Peer(a Addr) (Receiver, error)
 }
 
-// Sleeper is implemented by transports that can wake a sleeping progress
-// thread when an arrival comes (rdma/shm with a futex in shared memory).
-// Sleep blocks until an arrival may be pending or max has passed; a caller
-// polls Progress after it either way. Progress loops spin a while, then
-// Sleep, so that an idle process does not keep a core busy.
+// Sleeper is implemented by transports whose arrivals come from other
+// processes (rdma/shm), so that an idle process need not burn a core
+// polling. A progress loop spins on Progress for a bounded time and then
+// calls Sleep.
 type Sleeper interface {
+	// Sleep blocks until an arrival may be pending for this process, or
+	// until max has passed, whichever comes first; it may return early
+	// for no reason, so the caller polls Progress after it either way.
+	// It parks the calling goroutine's OS thread in the kernel (a futex),
+	// so it must not be called from a fiber, and a worker calls it only
+	// when it has nothing else to run.
 	Sleep(max time.Duration)
 }
 

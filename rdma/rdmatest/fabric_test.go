@@ -47,6 +47,9 @@ const (
 type router struct {
 	pool  *packet.Pool
 	fault fault
+	// limit bounds each host's inbox: a Send to a host holding limit
+	// packets fails with rdma.ErrAgain (0: unbounded).
+	limit int
 	mu    sync.Mutex
 	where map[rdma.Addr]binding
 	hosts []*host
@@ -219,6 +222,12 @@ func (h *host) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 			h.rt.pool.Put(packet.NoWorker, it.pk)
 		}
 		return rdma.ErrNoPeer
+	}
+	if h.rt.limit > 0 && len(dst.inbox) >= h.rt.limit {
+		for _, it := range items[1:] {
+			h.rt.pool.Put(packet.NoWorker, it.pk)
+		}
+		return rdma.ErrAgain
 	}
 	if h.rt.fault == faultReorder && n%2 == 0 && len(dst.inbox) > 0 {
 		last := dst.inbox[len(dst.inbox)-1]

@@ -77,10 +77,7 @@ func testRendezvous(t *testing.T, f Factory) {
 				if err := pk.SetData(rdma.AppendRegion(nil, r)); err != nil {
 					e.failf("region in RTR: %v", err)
 				}
-				if err := h.Send(w, m.from, pk); err != nil {
-					e.failf("Send of RTR in Receive: %v", err)
-					e.putBack(w, pk)
-				}
+				e.reply(w, h, m.from, pk)
 			case packet.KindRTR: // at the sender
 				r, err := rdma.ParseRegion(pk.Data())
 				if err != nil {
@@ -94,10 +91,7 @@ func testRendezvous(t *testing.T, f Factory) {
 					e.failf("Put in Receive of message %d: %v", id, err)
 				}
 				pk.Kind = packet.KindDone
-				if err := h.Send(w, m.to, pk); err != nil {
-					e.failf("Send of Done in Receive: %v", err)
-					e.putBack(w, pk)
-				}
+				e.reply(w, h, m.to, pk)
 			case packet.KindDone: // at the receiver
 				e.putBack(w, pk)
 				mu.Lock()
@@ -126,7 +120,7 @@ func testRendezvous(t *testing.T, f Factory) {
 		pk.Kind = packet.KindRTS
 		pk.SendID = uint64(id)
 		pk.Size = uint64(len(m.data))
-		if err := e.hosts[m.from].Send(packet.NoWorker, m.to, pk); err != nil {
+		if err := e.sendRetry(packet.NoWorker, e.hosts[m.from], m.to, pk); err != nil {
 			e.pool.Put(packet.NoWorker, pk)
 			t.Fatalf("Send of RTS: %v", err)
 		}

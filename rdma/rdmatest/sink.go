@@ -203,6 +203,12 @@ func (s *sink) Receive(w int, pk *packet.Packet) {
 	}
 	id, err := identify(pk, s.addr)
 	s.e.putBack(w, pk)
+	s.accept(id, err)
+}
+
+// accept checks the place of the packet (id) in its stream and counts it;
+// err is what identify found wrong with it.
+func (s *sink) accept(id pid, err error) {
 	if err != nil {
 		s.e.failf("%v", err)
 	}
@@ -242,14 +248,15 @@ func (s *sink) seen(k streamKey) uint32 {
 }
 
 // send stamps a fresh packet (id) for to and sends it from id.from as
-// worker w. It may run on any goroutine.
+// worker w, driving progress while the transport answers rdma.ErrAgain.
+// It may run on any goroutine but not inside a Receive callback.
 func (e *env) send(w int, to rdma.Addr, id pid) error {
 	pk, err := e.get(w)
 	if err != nil {
 		return err
 	}
 	stamp(pk, to, id)
-	if err := e.hosts[id.from].Send(w, to, pk); err != nil {
+	if err := e.sendRetry(w, e.hosts[id.from], to, pk); err != nil {
 		e.pool.Put(w, pk)
 		return err
 	}
