@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/fibermpi/fibermpi"
@@ -92,6 +93,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		goroutines = fs.Bool("goroutines", false, "run each caller on a goroutine instead of a fiber")
 		version    = fs.Bool("version", false, "print the version of fibermpi and of the build, and exit")
 		help       = fs.Bool("h", false, "print this help")
+		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile to `file` (file.<pid> per process)")
 	)
 	if len(args) == 0 {
 		usage(fs, stderr)
@@ -159,6 +161,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if *eager > endpoint.DefaultEagerLimit {
 			opts.Endpoint.PayloadSize = *eager // a packet must hold an eager message
 		}
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%d", *cpuprofile, os.Getpid()))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	return osu.Run(cfg, opts, stdout)
 }
