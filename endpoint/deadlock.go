@@ -301,14 +301,14 @@ func (k *caller) blockedOn() (blockMark, bool) {
 // allLocal reports whether every endpoint of the registered callers'
 // worlds lives in this process: only then can the watchdog decide alone.
 func (p *Process) allLocal() bool {
-	p.mu.Lock()
-	n := len(p.cores)
-	p.mu.Unlock()
+	if p.procs == 1 {
+		return true
+	}
 	p.job.mu.Lock()
 	defer p.job.mu.Unlock()
 	for k := range p.job.callers {
 		for _, a := range k.h.world.Addrs {
-			if int(a) >= n {
+			if p.layout.Owner(a) != p.rank {
 				return false
 			}
 		}
@@ -492,7 +492,7 @@ func (p *Process) report(callers []*caller) *DeadlockError {
 			}
 			n := m.Len()
 			if m.Kind == packet.KindRTS {
-				n = int(m.RemoteLen)
+				n = int(m.Size)
 			}
 			op := keyOp(key, n)
 			op.Message = true

@@ -238,10 +238,7 @@ func testSendFromReceive(t *testing.T, f Factory) {
 			}
 			next := pid{from: me, stream: id.stream, seq: id.seq + 1}
 			stamp(pk, id.from, next)
-			if err := e.hosts[me].Send(w, id.from, pk); err != nil {
-				e.failf("Send from Receive at %d: %v", me, err)
-				e.putBack(w, pk)
-			}
+			e.reply(w, e.hosts[me], id.from, pk)
 		})
 	}
 	e.bind(0, ends[0])

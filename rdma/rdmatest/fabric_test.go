@@ -47,6 +47,9 @@ const (
 type router struct {
 	pool  *packet.Pool
 	fault fault
+	// limit bounds each host's inbox: a Send to a host holding limit
+	// packets fails with rdma.ErrAgain (0: unbounded).
+	limit int
 	mu    sync.Mutex
 	where map[rdma.Addr]binding
 	hosts []*host
@@ -112,8 +115,8 @@ func newFabric(pool *packet.Pool, nhosts int, f fault) *router {
 
 func (h *host) Name() string { return "testfabric" }
 
-func (h *host) Bind(a rdma.Addr, r rdma.Receiver) error {
-	if r == nil {
+func (h *host) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error {
+	if r == nil || pool == nil {
 		return rdma.ErrNoPeer
 	}
 	h.mu.Lock()
@@ -189,7 +192,7 @@ func (h *host) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 	switch h.rt.fault {
 	case faultCorrupt:
 		if n%37 == 0 {
-			pk.Request ^= 1 << 40
+			pk.RecvID ^= 1 << 40
 		}
 	case faultTruncate:
 		if pk.Len() == pk.Cap() {
@@ -219,6 +222,12 @@ func (h *host) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 			h.rt.pool.Put(packet.NoWorker, it.pk)
 		}
 		return rdma.ErrNoPeer
+	}
+	if h.rt.limit > 0 && len(dst.inbox) >= h.rt.limit {
+		for _, it := range items[1:] {
+			h.rt.pool.Put(packet.NoWorker, it.pk)
+		}
+		return rdma.ErrAgain
 	}
 	if h.rt.fault == faultReorder && n%2 == 0 && len(dst.inbox) > 0 {
 		last := dst.inbox[len(dst.inbox)-1]

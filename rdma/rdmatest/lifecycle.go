@@ -54,7 +54,7 @@ func testNoPeer(t *testing.T, f Factory) {
 		t.Fatalf("Send to an unbound address: got %v; want rdma.ErrNoPeer", err)
 	}
 	stamp(pk, 1, pid{from: 0, stream: 7, seq: 0})
-	if err := e.hosts[0].Send(packet.NoWorker, 1, pk); err != nil {
+	if err := e.sendRetry(packet.NoWorker, e.hosts[0], 1, pk); err != nil {
 		t.Fatalf("Send of a refused packet to a bound address: %v", err)
 	}
 	e.waitArrived(1)
@@ -142,8 +142,8 @@ func testBind(t *testing.T, f Factory) {
 	first := newSink(e, 0, true)
 	e.bind(0, first)
 	second := newSink(e, 0, true)
-	e.wantErr("second Bind", e.hosts[0].Bind(0, second), rdma.ErrBound)
-	e.wantErr("second Bind of the same Receiver", e.hosts[0].Bind(0, first), rdma.ErrBound)
+	e.wantErr("second Bind", e.hosts[0].Bind(0, second, e.pool), rdma.ErrBound)
+	e.wantErr("second Bind of the same Receiver", e.hosts[0].Bind(0, first, e.pool), rdma.ErrBound)
 	e.mustSend(0, pid{from: 1})
 	e.mustSend(0, pid{from: 2})
 	e.waitArrived(2)
@@ -151,7 +151,7 @@ func testBind(t *testing.T, f Factory) {
 		t.Errorf("the first Receiver got %d packets (want 2), the refused one %d (want 0)", first.received(), second.received())
 	}
 
-	if err := e.hosts[2].Bind(2, nil); err == nil {
+	if err := e.hosts[2].Bind(2, nil, e.pool); err == nil {
 		t.Errorf("Bind of a nil Receiver succeeded")
 	}
 	e.refuse("after a refused Bind of nil", 0, 2, rdma.ErrNoPeer)
@@ -163,7 +163,7 @@ func testBind(t *testing.T, f Factory) {
 	// transport down (a table sized by the largest address would).
 	for _, far := range []rdma.Addr{1 << 20, math.MaxUint32} {
 		s := newSink(e, far, true)
-		if err := e.hosts[0].Bind(far, s); err != nil {
+		if err := e.hosts[0].Bind(far, s, e.pool); err != nil {
 			t.Logf("Bind(%d) refused: %v", far, err)
 			continue
 		}
@@ -218,7 +218,7 @@ func testBindWhileSending(t *testing.T, f Factory) {
 				break
 			}
 			runtime.Gosched()
-			if err := e.hosts[1].Bind(1, s); err != nil {
+			if err := e.hosts[1].Bind(1, s, e.pool); err != nil {
 				e.failf("Bind: %v", err)
 				break
 			}
@@ -264,8 +264,8 @@ func testClose(t *testing.T, f Factory) {
 		me := rdma.Addr(a)
 		what := func(call string) string { return fmt.Sprintf("%s on the host of %d after Close", call, me) }
 		e.wantErr(what("Close"), h.Close(), rdma.ErrClosed)
-		e.wantErr(what("Bind"), h.Bind(me, newSink(e, me, true)), rdma.ErrClosed)
-		e.wantErr(what("Bind of a fresh address"), h.Bind(2, newSink(e, 2, true)), rdma.ErrClosed)
+		e.wantErr(what("Bind"), h.Bind(me, newSink(e, me, true), e.pool), rdma.ErrClosed)
+		e.wantErr(what("Bind of a fresh address"), h.Bind(2, newSink(e, 2, true), e.pool), rdma.ErrClosed)
 		e.wantErr(what("Unbind"), h.Unbind(me), rdma.ErrClosed)
 		e.refuse(what("Send"), me, 1-me, rdma.ErrClosed)
 		_, err := h.Register(make([]byte, 8))
@@ -300,6 +300,7 @@ func testCloseWhileSending(t *testing.T, f Factory) {
 	accepted := make([]uint32, senders)
 	var sent atomic.Int64   // Add by the senders, Load here
 	var closing atomic.Bool // Store here after Close, Load by the senders
+	var full atomic.Bool    // Store by a sender refused with rdma.ErrAgain, Load here
 	var wg sync.WaitGroup
 	for g := range senders {
 		from := rdma.Addr(g % n)
@@ -322,9 +323,20 @@ func testCloseWhileSending(t *testing.T, f Factory) {
 					runtime.Gosched()
 				}
 				stamp(pk, 0, pid{from: from, stream: uint32(g), seq: seq})
-				if err := e.hosts[from].Send(g, 0, pk); err != nil {
+				err := e.hosts[from].Send(g, 0, pk)
+				// A full queue: keep the packet and try again, still
+				// without driving progress, until Close.
+				for errors.Is(err, rdma.ErrAgain) {
+					full.Store(true)
+					if closing.Load() || time.Now().After(deadline) {
+						break
+					}
+					runtime.Gosched()
+					err = e.hosts[from].Send(g, 0, pk)
+				}
+				if err != nil {
 					e.pool.Put(g, pk)
-					if !errors.Is(err, rdma.ErrClosed) && !errors.Is(err, rdma.ErrNoPeer) {
+					if !errors.Is(err, rdma.ErrClosed) && !errors.Is(err, rdma.ErrNoPeer) && !errors.Is(err, rdma.ErrAgain) {
 						e.failf("sender %d: Send while closing: %v", g, err)
 					}
 					return
@@ -337,11 +349,13 @@ func testCloseWhileSending(t *testing.T, f Factory) {
 	// Let packets pile up without progress from here, so that a
 	// transport that delivers later has some in flight when it closes
 	// (they must come back to the pool). One that delivers in Send never
-	// has a backlog; for it, let the senders run a little.
+	// has a backlog; for it, let the senders run a little. One whose
+	// queues fill up before 64 packets are in flight says so with
+	// rdma.ErrAgain.
 	from := sent.Load()
 	for deadline := time.Now().Add(e.timeout); time.Now().Before(deadline); runtime.Gosched() {
 		n := sent.Load()
-		if n-e.arrived.Load() >= 64 || n >= from+5000 {
+		if n-e.arrived.Load() >= 64 || n >= from+5000 || full.Load() {
 			break
 		}
 	}

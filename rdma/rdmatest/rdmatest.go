@@ -96,6 +96,7 @@ var cases = []struct {
 	{"Large", testLarge},
 	{"Close", testClose},
 	{"CloseWhileSending", testCloseWhileSending},
+	{"Flood", testFlood},
 }
 
 // Pool shape of every subtest: enough worker indices for the concurrent
@@ -124,6 +125,10 @@ type env struct {
 	nerrs int
 	// keys the transports handed out (Register), under mu.
 	keys map[uint32]bool
+
+	// backlog holds what Receive callbacks could not send yet
+	// (backlog.go).
+	backlog backlog
 
 	closed bool
 }
@@ -176,6 +181,7 @@ func (e *env) shutdown() {
 		}
 		e.closed = true
 	}
+	e.dropBacklog()
 	e.report()
 	if !e.t.Failed() {
 		e.checkPool("after Close")
@@ -209,13 +215,14 @@ func (e *env) report() {
 	}
 }
 
-// progress drives every transport once, as worker w.
+// progress drives every transport once, as worker w, and sends what the
+// backlog holds.
 func (e *env) progress(w int) int {
 	n := 0
 	for _, h := range e.uniq {
 		n += h.Progress(w)
 	}
-	return n
+	return n + e.drainBacklog(w)
 }
 
 // waitFor drives progress until cond holds, failing the subtest when the
@@ -226,7 +233,7 @@ func (e *env) waitFor(what string, cond func() bool) {
 	for !cond() {
 		if time.Now().After(deadline) {
 			e.report()
-			e.t.Fatalf("timed out after %v waiting for %s", e.timeout, what)
+			e.t.Fatalf("timed out after %v waiting for %s (%v, %d packets in the backlog)", e.timeout, what, e.pool, e.backlog.held.Load())
 		}
 		if e.progress(packet.NoWorker) == 0 {
 			runtime.Gosched()
@@ -297,7 +304,7 @@ func (e *env) checkPool(when string) {
 // bind binds a on its host with r.
 func (e *env) bind(a rdma.Addr, r rdma.Receiver) {
 	e.t.Helper()
-	if err := e.hosts[a].Bind(a, r); err != nil {
+	if err := e.hosts[a].Bind(a, r, e.pool); err != nil {
 		e.t.Fatalf("Bind(%d): %v", a, err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 // A test packet carries its identity — sending endpoint, stream (one
 // sending goroutine's sequence towards one peer) and sequence number — in
-// the low bits of Source, Context and Seq. Everything else about it, every
+// the low bits of Source, Context and SendID. Everything else about it, every
 // other bit of every exported header field, its length and its payload, is
 // a function of the identity and the destination, so the receiver can
 // recompute what it should have got.
@@ -75,7 +75,7 @@ func (f headerField) want(to rdma.Addr, id pid, h uint64) uint64 {
 		v = uint64(id.stream) | (h&0xffff)<<16
 	case "Source":
 		v = uint64(id.from)&0xffff | (h>>16&0xffff)<<16
-	case "Seq":
+	case "SendID":
 		v = uint64(id.seq) | h&^0xffffffff
 	default:
 		v = mix(h + uint64(f.index)*0x51afd7ed558ccd)
@@ -149,7 +149,7 @@ func identify(pk *packet.Packet, to rdma.Addr) (pid, error) {
 	id := pid{
 		from:   rdma.Addr(uint32(pk.Source) & 0xffff),
 		stream: pk.Context & 0xffff,
-		seq:    uint32(pk.Seq),
+		seq:    uint32(pk.SendID),
 	}
 	h := hashOf(to, id)
 	v := reflect.ValueOf(pk).Elem()
@@ -203,6 +203,12 @@ func (s *sink) Receive(w int, pk *packet.Packet) {
 	}
 	id, err := identify(pk, s.addr)
 	s.e.putBack(w, pk)
+	s.accept(id, err)
+}
+
+// accept checks the place of the packet (id) in its stream and counts it;
+// err is what identify found wrong with it.
+func (s *sink) accept(id pid, err error) {
 	if err != nil {
 		s.e.failf("%v", err)
 	}
@@ -242,14 +248,15 @@ func (s *sink) seen(k streamKey) uint32 {
 }
 
 // send stamps a fresh packet (id) for to and sends it from id.from as
-// worker w. It may run on any goroutine.
+// worker w, driving progress while the transport answers rdma.ErrAgain.
+// It may run on any goroutine but not inside a Receive callback.
 func (e *env) send(w int, to rdma.Addr, id pid) error {
 	pk, err := e.get(w)
 	if err != nil {
 		return err
 	}
 	stamp(pk, to, id)
-	if err := e.hosts[id.from].Send(w, to, pk); err != nil {
+	if err := e.sendRetry(w, e.hosts[id.from], to, pk); err != nil {
 		e.pool.Put(w, pk)
 		return err
 	}

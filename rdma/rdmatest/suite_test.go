@@ -18,8 +18,15 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // fabricFactory makes test fabrics with the given fault, spreading the
 // endpoints over up to nhosts hosts (endpoint a on host a % nhosts).
 func fabricFactory(f fault, nhosts int, timeout time.Duration) rdmatest.Factory {
+	return boundedFactory(f, nhosts, 0, timeout)
+}
+
+// boundedFactory is fabricFactory with inboxes of at most limit packets
+// (0: unbounded), beyond which Send fails with rdma.ErrAgain.
+func boundedFactory(f fault, nhosts, limit int, timeout time.Duration) rdmatest.Factory {
 	return func(t *testing.T, cfg rdmatest.Config) rdmatest.Fabric {
 		rt := newFabric(cfg.Pool, min(nhosts, cfg.Endpoints), f)
+		rt.limit = limit
 		hosts := make([]rdma.Transport, cfg.Endpoints)
 		for a := range hosts {
 			hosts[a] = rt.hosts[a%len(rt.hosts)]
@@ -32,6 +39,11 @@ func fabricFactory(f fault, nhosts int, timeout time.Duration) rdmatest.Factory 
 // from Progress, with endpoints on up to three hosts (one each in the
 // subtests of two or three endpoints, shared in the larger ones).
 func TestAsyncFabric(t *testing.T) { rdmatest.Run(t, fabricFactory(faultNone, 3, 0)) }
+
+// TestBoundedFabric: the suite passes a correct transport whose queues
+// hold 8 packets and refuse more with rdma.ErrAgain, also from inside
+// Receive callbacks (the suite's backlog takes those).
+func TestBoundedFabric(t *testing.T) { rdmatest.Run(t, boundedFactory(faultNone, 3, 8, 0)) }
 
 const (
 	faultEnv   = "RDMATEST_FAULT"
@@ -65,6 +77,7 @@ func TestFaultsCaught(t *testing.T) {
 	}{
 		{faultDuplicate, "Delivery", false},
 		{faultReorder, "FIFO", false},
+		{faultReorder, "Flood", false},
 		{faultLanes, "HandedOrder", false},
 		{faultCorrupt, "Delivery", false},
 		{faultTruncate, "Delivery", false},

@@ -1,0 +1,122 @@
+package shm
+
+import (
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/fibermpi/fibermpi/packet"
+)
+
+const line = uint64(unsafe.Sizeof(cpu.CacheLinePad{}))
+
+// lineOf is the cache line of a field at off in a line-aligned structure.
+func lineOf(off uintptr) uint64 { return uint64(off) / line }
+
+// TestRingCtlLines: tail and head are on cache lines of their own, and the
+// control block ends before the records start.
+func TestRingCtlLines(t *testing.T) {
+	var c ringCtl
+	tail, head := unsafe.Offsetof(c.tail), unsafe.Offsetof(c.head)
+	if lineOf(tail) == lineOf(head) {
+		t.Errorf("tail (offset %d) and head (offset %d) share a cache line", tail, head)
+	}
+	if lineOf(tail) == 0 || lineOf(head) == lineOf(unsafe.Sizeof(c)-1) {
+		t.Errorf("ringCtl %d bytes, tail at %d, head at %d: an index shares a line with what precedes or follows", unsafe.Sizeof(c), tail, head)
+	}
+	if unsafe.Sizeof(c) > ringDataOff {
+		t.Errorf("ringCtl is %d bytes, more than the %d before the records", unsafe.Sizeof(c), ringDataOff)
+	}
+	if ringDataOff%line != 0 {
+		t.Errorf("records start at %d, not on a cache line", ringDataOff)
+	}
+}
+
+// TestHeaderLines: the wake-up words have a cache line of their own, away
+// from the read-only layout fields every sender reads.
+func TestHeaderLines(t *testing.T) {
+	var h segHeader
+	w, s := lineOf(unsafe.Offsetof(h.waiters)), lineOf(unsafe.Offsetof(h.seq))
+	if w != s {
+		t.Errorf("waiters and seq on lines %d and %d: one line is enough", w, s)
+	}
+	if w == lineOf(unsafe.Offsetof(h.ringStride)) {
+		t.Errorf("the wake-up words share a line with the layout fields")
+	}
+	if unsafe.Sizeof(h) > ringTableOff {
+		t.Errorf("segHeader is %d bytes, past the ring table at %d", unsafe.Sizeof(h), ringTableOff)
+	}
+	if unsafe.Sizeof(regSlot{}) != 32 {
+		t.Errorf("regSlot is %d bytes, want 32", unsafe.Sizeof(regSlot{}))
+	}
+}
+
+// TestProducerConsumerApart: the producer's lock and indices and the
+// consumer's are on different cache lines from the fields the other side
+// reads.
+func TestProducerConsumerApart(t *testing.T) {
+	var o outRing
+	if lineOf(unsafe.Offsetof(o.headCache)) == lineOf(unsafe.Offsetof(o.ctl)) {
+		t.Errorf("outRing: the fields under the lock share a line with the read-only ones")
+	}
+	var ir inRing
+	if lineOf(unsafe.Offsetof(ir.deliver)) == lineOf(unsafe.Offsetof(ir.take)) {
+		t.Errorf("inRing: deliver and take share a line")
+	}
+}
+
+// TestRecordSize: a record is the head (the packet header) and the
+// payload in whole cache lines; an 8-byte message takes one line.
+func TestRecordSize(t *testing.T) {
+	for _, c := range []struct{ payload, want int }{{0, 64}, {8, 64}, {9, 128}, {64, 128}, {72, 128}, {73, 192}, {8192, 8256}} {
+		if got := recordSize(c.payload); got != c.want {
+			t.Errorf("recordSize of a %d-byte payload = %d, want %d", c.payload, got, c.want)
+		}
+	}
+}
+
+// TestHeaderWire: the two facts of packet.EncodeHeader's layout a record
+// relies on: the payload length is the little-endian uint32 at
+// offPacketLen, and the bytes from offWord1 to the end are padding, zero
+// whatever the header holds (a record keeps its destination and type
+// there).
+func TestHeaderWire(t *testing.T) {
+	pool, err := packet.New(packet.Config{Workers: 1, PerWorker: 1, Shared: 1, PayloadSize: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk := pool.Get(packet.NoWorker)
+	defer pool.Put(packet.NoWorker, pk)
+	pk.Context, pk.Source, pk.Tag, pk.From, pk.Count = ^uint32(0), -1, -1, ^uint32(0), ^uint32(0)
+	pk.SendID, pk.RecvID, pk.Size, pk.Kind, pk.Flags = ^uint64(0), ^uint64(0), ^uint64(0), ^packet.Kind(0), 0xff
+	pk.SetLen(1000)
+	var b [headSize]byte
+	pk.EncodeHeader(b[:])
+	if got := le.Uint32(b[offPacketLen:]); got != 1000 {
+		t.Errorf("the length field at %d holds %d, want 1000", offPacketLen, got)
+	}
+	for i := offWord1; i < headSize; i++ {
+		if b[i] != 0 {
+			t.Errorf("header byte %d is %#x: not padding", i, b[i])
+		}
+	}
+	if offWord1+4 > offType || offType >= headSize || fLen+4 > offWord1 {
+		t.Errorf("head fields overlap: word1 at %d, type at %d, length at %d", offWord1, offType, fLen)
+	}
+}
+
+// TestLayoutSections: the sections of a segment are page-aligned, in
+// order, and do not overlap.
+func TestLayoutSections(t *testing.T) {
+	l := layoutFor(5, 1<<16, 1000, 1<<10)
+	offs := []uint64{0, l.boundOff, l.regionsOff, l.ringsOff, l.size}
+	for i := 1; i < len(offs); i++ {
+		if offs[i]%pageSize != 0 || offs[i] < offs[i-1] {
+			t.Fatalf("sections at %v: not page-aligned and increasing", offs)
+		}
+	}
+	if l.boundOff < ringTableOff+4*5 || l.regionsOff-l.boundOff < 8*16 || l.ringsOff-l.regionsOff < 32<<10 || l.size-l.ringsOff < 5*(1<<16+ringDataOff) {
+		t.Errorf("layout %+v: a section is too small", l)
+	}
+}

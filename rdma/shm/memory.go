@@ -1,0 +1,537 @@
+package shm
+
+import (
+	"fmt"
+	"math/bits"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fibermpi/fibermpi/rdma"
+)
+
+// registry holds this process's registrations: the Go buffers, pinned,
+// and their descriptions in the segment's table, which peers read to
+// check a Region before they touch the memory.
+//
+// A key is a slot index in its low bits and the slot's generation above
+// them; the generation grows at every reuse of the slot and slots are
+// reused in FIFO order, so a key comes back only after 2^(32-slotBits)
+// reuses of its slot (2^18 with the default 2^14 slots): a stale Region
+// does not reach a later registration.
+type registry struct {
+	mu       sync.RWMutex
+	seg      *segment
+	slotBits uint
+	local    []localReg // by slot
+	free     []uint32   // free slots, FIFO
+	freeHead int
+	live     int
+}
+
+// localReg is one slot's registration.
+type localReg struct {
+	key uint32 // 0: free
+	gen uint32
+	buf []byte
+	pin runtime.Pinner
+}
+
+func (g *registry) init(seg *segment, n int) {
+	g.seg = seg
+	g.slotBits = uint(bits.TrailingZeros(uint(n)))
+	g.local = make([]localReg, n)
+	g.free = make([]uint32, n)
+	for i := range g.free {
+		g.free[i] = uint32(i)
+	}
+}
+
+// lookup returns the buffer registered as r, if r matches it exactly.
+// The caller holds mu (either way).
+func (g *registry) lookup(r rdma.Region) ([]byte, bool) {
+	slot := int(r.Key & (1<<g.slotBits - 1))
+	if r.Key == 0 || slot >= len(g.local) {
+		return nil, false
+	}
+	l := &g.local[slot]
+	if l.key != r.Key || uint64(len(l.buf)) != r.Len || bufAddr(l.buf) != r.Addr {
+		return nil, false
+	}
+	return l.buf, true
+}
+
+// closeLocked forgets every registration. The caller holds mu.
+func (g *registry) closeLocked() {
+	for i := range g.local {
+		l := &g.local[i]
+		if l.key != 0 {
+			l.pin.Unpin()
+			l.key, l.buf = 0, nil
+		}
+	}
+}
+
+// bufAddr is the address peers write buf at: its first byte, or 0.
+func bufAddr(buf []byte) uint64 {
+	if len(buf) == 0 {
+		return 0
+	}
+	return uint64(uintptr(unsafe.Pointer(&buf[0])))
+}
+
+// Register exposes buf to Put and Get by peers until Deregister, pinning
+// it (runtime.Pinner) so that its address stays valid. The Region's Addr
+// is buf's address in this process. It fails with ErrLimit when
+// Config.MaxRegions registrations are live.
+func (t *Transport) Register(buf []byte) (rdma.Region, error) {
+	g := &t.regs
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t.closed.Load() {
+		return rdma.Region{}, rdma.ErrClosed
+	}
+	if g.live == len(g.local) {
+		return rdma.Region{}, fmt.Errorf("%w: %d registrations live (MaxRegions)", ErrLimit, g.live)
+	}
+	slot := g.free[g.freeHead]
+	g.freeHead = (g.freeHead + 1) % len(g.free)
+	g.live++
+	l := &g.local[slot]
+	l.gen = (l.gen + 1) & (1<<(32-g.slotBits) - 1)
+	if l.gen == 0 {
+		l.gen = 1
+	}
+	l.key = l.gen<<g.slotBits | slot
+	l.buf = buf
+	if len(buf) > 0 {
+		l.pin.Pin(&buf[0])
+	}
+	r := rdma.Region{Key: l.key, Addr: bufAddr(buf), Len: uint64(len(buf))}
+	s := &g.seg.regions[slot]
+	s.addr.Store(r.Addr)
+	s.len.Store(r.Len)
+	s.key.Store(r.Key) // last: peers check the key around addr and len
+	return r, nil
+}
+
+// Deregister withdraws r. A copied Put still in a ring for it is dropped
+// when it arrives; a cross-memory Put racing with Deregister writes into
+// the buffer as the caller left it (the layer above deregisters only
+// after the peer said it is done).
+func (t *Transport) Deregister(r rdma.Region) error {
+	g := &t.regs
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	if _, ok := g.lookup(r); !ok {
+		return rdma.ErrNoRegion
+	}
+	slot := r.Key & (1<<g.slotBits - 1)
+	g.seg.regions[slot].key.Store(0) // first: peers stop trusting addr and len
+	l := &g.local[slot]
+	l.pin.Unpin()
+	l.key, l.buf = 0, nil
+	g.free[(g.freeHead+len(g.free)-g.live)%len(g.free)] = slot
+	g.live--
+	return nil
+}
+
+// access checks a Put or Get of n bytes at off of r, registered by owner,
+// and returns the ring towards the owner's process.
+func (t *Transport) access(owner rdma.Addr, r rdma.Region, off uint64, n int) (*outRing, error) {
+	if t.closed.Load() {
+		return nil, rdma.ErrClosed
+	}
+	o, err := t.route(owner)
+	if err != nil {
+		return nil, err
+	}
+	if !o.seg.region(r) {
+		return nil, rdma.ErrNoRegion
+	}
+	if err := rdma.CheckBounds(r, off, n); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// local runs fn on the bytes [off, off+n) of this process's registration r.
+func (t *Transport) local(r rdma.Region, off uint64, n int, fn func([]byte)) error {
+	t.regs.mu.RLock()
+	defer t.regs.mu.RUnlock()
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	buf, ok := t.regs.lookup(r)
+	if !ok {
+		return rdma.ErrNoRegion
+	}
+	fn(buf[off : off+uint64(n)])
+	return nil
+}
+
+// Put copies src into the region r that owner registered, at off. Into
+// another process it is one process_vm_writev (cross-memory attach), or,
+// where the kernel refuses that, a copy through the ring in chunks that
+// the owner's Progress (or any wait of the owner's in Put or Get) copies
+// into the registration before it delivers the packets sent after the
+// Put. It returns once the bytes are written or in the ring. Waiting for
+// ring room it drains this process's rings (see the package
+// documentation) and parks nothing: call it from a fiber or goroutine
+// alike; it yields only the Go scheduler's way (runtime.Gosched) when it
+// waits long.
+func (t *Transport) Put(owner rdma.Addr, r rdma.Region, off uint64, src []byte) error {
+	o, err := t.access(owner, r, off, len(src))
+	if err != nil || len(src) == 0 {
+		return err
+	}
+	switch {
+	case o.self:
+		return t.local(r, off, len(src), func(dst []byte) { copy(dst, src) })
+	case o.cma:
+		return o.vm(unix.ProcessVMWritev, src, r.Addr+off)
+	}
+	return t.putCopy(o, r, off, src)
+}
+
+// Get copies from the region r that owner registered, at off, into dst:
+// one process_vm_readv, or a request the owner answers through the rings
+// (then Get waits for the answer while draining its rings, as Put waits
+// for room).
+func (t *Transport) Get(owner rdma.Addr, r rdma.Region, off uint64, dst []byte) error {
+	o, err := t.access(owner, r, off, len(dst))
+	if err != nil || len(dst) == 0 {
+		return err
+	}
+	switch {
+	case o.self:
+		return t.local(r, off, len(dst), func(src []byte) { copy(dst, src) })
+	case o.cma:
+		return o.vm(unix.ProcessVMReadv, dst, r.Addr+off)
+	}
+	return t.getCopy(o, r, off, dst)
+}
+
+// vmFunc is unix.ProcessVMReadv or unix.ProcessVMWritev.
+type vmFunc func(pid int, local []unix.Iovec, remote []unix.RemoteIovec, flags uint) (int, error)
+
+// vm moves buf to or from addr in o's process, looping over partial
+// transfers.
+func (o *outRing) vm(f vmFunc, buf []byte, addr uint64) error {
+	for len(buf) > 0 {
+		local := [1]unix.Iovec{{Base: &buf[0]}}
+		local[0].SetLen(len(buf))
+		remote := [1]unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
+		n, err := f(o.pid, local[:], remote[:], 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			if e := o.alive(); e != nil {
+				return e
+			}
+			return &PeerError{Rank: o.proc, Err: fmt.Errorf("cross-memory attach of %d bytes at %#x: %w", len(buf), addr, err)}
+		}
+		if n <= 0 {
+			return &PeerError{Rank: o.proc, Err: fmt.Errorf("cross-memory attach moved nothing at %#x", addr)}
+		}
+		buf, addr = buf[n:], addr+uint64(n)
+	}
+	return nil
+}
+
+// waiter paces a copied Put or Get waiting for a peer: it drains this
+// process's rings, answers copied Gets, and now and then checks that the
+// transport is open and the peer alive, and lets other goroutines run.
+type waiter struct {
+	t     *Transport
+	o     *outRing
+	spins int
+}
+
+func (w *waiter) wait() error {
+	if w.t.drain()+w.t.serve() > 0 {
+		return nil
+	}
+	w.spins++
+	if w.spins%64 == 0 {
+		if w.t.closed.Load() {
+			return rdma.ErrClosed
+		}
+		if err := w.o.alive(); err != nil {
+			return err
+		}
+		runtime.Gosched()
+	}
+	return nil
+}
+
+// putCopy writes src as recPut records into o's ring.
+func (t *Transport) putCopy(o *outRing, r rdma.Region, off uint64, src []byte) error {
+	w := waiter{t: t, o: o}
+	for len(src) > 0 {
+		n := min(len(src), o.chunk)
+		size := recordSize(n)
+		o.mu.lock()
+		if o.dead {
+			o.mu.unlock()
+			return rdma.ErrClosed
+		}
+		at, ok := o.reserve(uint64(size))
+		if ok {
+			rec := o.data[at : at+uint64(size)]
+			le.PutUint64(rec[fRegAddr:], r.Addr)
+			le.PutUint64(rec[fRegLen:], r.Len)
+			le.PutUint64(rec[fOff:], off)
+			putHead(rec, recPut, r.Key, n)
+			copy(rec[headSize:], src[:n])
+			o.publish(uint64(size))
+		}
+		o.mu.unlock()
+		if !ok {
+			if err := w.wait(); err != nil {
+				return err
+			}
+			continue
+		}
+		o.wake()
+		src, off = src[n:], off+uint64(n)
+	}
+	return nil
+}
+
+// apply carries out a record other than a packet, taken from ir. The
+// caller holds ir.take.
+func (t *Transport) apply(ir *inRing, typ, n int, word1 uint32, rec []byte) {
+	data := rec[headSize : headSize+n]
+	switch typ {
+	case recPut:
+		r := rdma.Region{Key: word1, Addr: le.Uint64(rec[fRegAddr:]), Len: le.Uint64(rec[fRegLen:])}
+		off := le.Uint64(rec[fOff:])
+		if rdma.CheckBounds(r, off, len(data)) == nil {
+			// A registration withdrawn meanwhile drops the bytes.
+			_ = t.local(r, off, len(data), func(dst []byte) { copy(dst, data) })
+		}
+	case recGetReq:
+		t.gets.request(&getServe{
+			to:  ir.from,
+			r:   rdma.Region{Key: word1, Addr: le.Uint64(rec[fRegAddr:]), Len: le.Uint64(rec[fRegLen:])},
+			off: le.Uint64(rec[fOff:]),
+			n:   le.Uint64(rec[fN:]),
+			id:  le.Uint64(rec[fReqID:]),
+		})
+	case recGetData:
+		t.gets.answer(le.Uint64(rec[fReqID:]), word1, le.Uint64(rec[fOff:]), data)
+	}
+}
+
+// getState is the copied Gets of this process: those it waits for
+// (waits) and those it answers (serves).
+type getState struct {
+	mu     sync.Mutex
+	nextID uint64
+	waits  map[uint64]*getWait
+	serves []*getServe
+	// serving counts serves: Added under mu, Loaded by Progress to skip
+	// serve when there is nothing to answer.
+	serving atomic.Int32
+	// turn is held by the one goroutine answering (serve).
+	turn   spinlock
+	closed bool
+}
+
+// getWait is a copied Get waiting for its bytes.
+type getWait struct {
+	dst  []byte
+	got  int
+	fail bool // the owner found no such registration
+}
+
+// getServe is a copied Get of a peer being answered.
+type getServe struct {
+	to     int
+	r      rdma.Region
+	off, n uint64
+	id     uint64
+	sent   uint64
+}
+
+func (g *getState) request(s *getServe) {
+	g.mu.Lock()
+	if !g.closed {
+		g.serves = append(g.serves, s)
+		g.serving.Add(1)
+	}
+	g.mu.Unlock()
+}
+
+func (g *getState) answer(id uint64, status uint32, dstOff uint64, data []byte) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w := g.waits[id]
+	if w == nil {
+		return // the Get gave up (Close)
+	}
+	if status != getOK {
+		w.fail = true
+		return
+	}
+	if dstOff <= uint64(len(w.dst)) {
+		w.got += copy(w.dst[dstOff:], data)
+	}
+}
+
+func (g *getState) closeAll() {
+	g.mu.Lock()
+	g.closed = true
+	g.serves = nil
+	g.serving.Store(0)
+	g.mu.Unlock()
+}
+
+// getCopy asks o's process for the bytes and waits for them.
+func (t *Transport) getCopy(o *outRing, r rdma.Region, off uint64, dst []byte) error {
+	g := &t.gets
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return rdma.ErrClosed
+	}
+	g.nextID++
+	id := g.nextID
+	if g.waits == nil {
+		g.waits = make(map[uint64]*getWait)
+	}
+	gw := &getWait{dst: dst}
+	g.waits[id] = gw
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.waits, id)
+		g.mu.Unlock()
+	}()
+
+	w := waiter{t: t, o: o}
+	size := uint64(recordSize(0))
+	for {
+		o.mu.lock()
+		if o.dead {
+			o.mu.unlock()
+			return rdma.ErrClosed
+		}
+		at, ok := o.reserve(size)
+		if ok {
+			rec := o.data[at : at+size]
+			le.PutUint64(rec[fRegAddr:], r.Addr)
+			le.PutUint64(rec[fRegLen:], r.Len)
+			le.PutUint64(rec[fOff:], off)
+			le.PutUint64(rec[fN:], uint64(len(dst)))
+			le.PutUint64(rec[fReqID:], id)
+			putHead(rec, recGetReq, r.Key, 0)
+			o.publish(size)
+		}
+		o.mu.unlock()
+		if ok {
+			break
+		}
+		if err := w.wait(); err != nil {
+			return err
+		}
+	}
+	o.wake()
+	for {
+		g.mu.Lock()
+		got, fail := gw.got, gw.fail
+		g.mu.Unlock()
+		switch {
+		case fail:
+			return rdma.ErrNoRegion
+		case got >= len(dst):
+			return nil
+		}
+		if err := w.wait(); err != nil {
+			return err
+		}
+	}
+}
+
+// serve writes answers to copied Gets of peers into their rings, as far as
+// there is room, and returns how many records it wrote. One goroutine
+// answers at a time; the others return 0.
+func (t *Transport) serve() int {
+	g := &t.gets
+	if g.serving.Load() == 0 || !g.turn.tryLock() {
+		return 0
+	}
+	defer g.turn.unlock()
+	g.mu.Lock()
+	todo := append([]*getServe(nil), g.serves...)
+	g.mu.Unlock()
+	n, finished := 0, 0
+	for _, s := range todo {
+		k, done := t.answer(s)
+		n += k
+		if !done {
+			break // keep answers in request order
+		}
+		finished++
+	}
+	if finished > 0 {
+		g.mu.Lock()
+		if !g.closed {
+			g.serves = g.serves[finished:]
+			g.serving.Add(int32(-finished))
+		}
+		g.mu.Unlock()
+	}
+	return n
+}
+
+// answer writes as much of s's answer as fits into the requester's ring.
+func (t *Transport) answer(s *getServe) (records int, done bool) {
+	o := t.out[s.to]
+	for {
+		n := min(s.n-s.sent, uint64(o.chunk))
+		status := uint32(getOK)
+		var data []byte
+		t.regs.mu.RLock()
+		if buf, ok := t.regs.lookup(s.r); !ok || rdma.CheckBounds(s.r, s.off, int(s.n)) != nil {
+			status, n = getNoRegion, 0
+		} else {
+			data = buf[s.off+s.sent : s.off+s.sent+n]
+		}
+		size := uint64(recordSize(int(n)))
+		o.mu.lock()
+		if o.dead {
+			o.mu.unlock()
+			t.regs.mu.RUnlock()
+			return records, true
+		}
+		at, ok := o.reserve(size)
+		if ok {
+			rec := o.data[at : at+size]
+			le.PutUint64(rec[fReqID:], s.id)
+			le.PutUint64(rec[fOff:], s.sent)
+			putHead(rec, recGetData, status, int(n))
+			copy(rec[headSize:], data)
+			o.publish(size)
+		}
+		o.mu.unlock()
+		t.regs.mu.RUnlock()
+		if !ok {
+			return records, false
+		}
+		o.wake()
+		records++
+		s.sent += n
+		if status != getOK || s.sent == s.n {
+			return records, true
+		}
+	}
+}

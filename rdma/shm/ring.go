@@ -1,0 +1,337 @@
+package shm
+
+import (
+	"encoding/binary"
+	"runtime"
+	"sync/atomic"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/fibermpi/fibermpi/packet"
+	"github.com/fibermpi/fibermpi/rdma"
+)
+
+// Records. A record starts on a 64-byte boundary of its ring and takes a
+// whole number of cache lines, so a consumer reading one record never
+// shares a line with the producer writing the next. Its first 56 bytes
+// are its head; data follows:
+//
+//	recPacket   the packet header as packet.EncodeHeader writes it (its
+//	            length field at offPacketLen is the payload length), then
+//	            the payload
+//	the others  the fields below (fLen is the data length), then data
+//
+// and in every head, over bytes the packet header leaves as zero padding,
+//
+//	offWord1 (uint32)  recPacket: destination address; recPut, recGetReq:
+//	                   registration key; recGetData: status
+//	offType  (byte)    the record's type
+//
+// An 8-byte message is one 64-byte line. TestHeaderWire checks the two
+// facts of packet's wire layout this relies on.
+const (
+	recPacket  = 1  // a packet for the address in word 1
+	recPut     = 2  // bytes of a copied Put into registration word 1
+	recGetReq  = 3  // a copied Get asks for bytes of registration word 1
+	recGetData = 4  // bytes answering a copied Get; word 1 is a status
+	recSkip    = 15 // nothing up to the end of the ring: continue at its start
+
+	headSize     = packet.HeaderWireSize
+	offPacketLen = 12 // the payload length in packet.EncodeHeader's layout
+	offWord1     = 50
+	offType      = 55
+	recAlign     = 64
+)
+
+// Fields of the heads of recPut, recGetReq and recGetData (byte offsets).
+const (
+	fRegAddr = 0  // recPut, recGetReq: the Region's Addr
+	fRegLen  = 8  // recPut, recGetReq: the Region's Len
+	fOff     = 16 // recPut, recGetReq: offset in the region; recGetData: offset in the Get's dst
+	fN       = 24 // recGetReq: bytes asked for
+	fReqID   = 32 // recGetReq, recGetData: the Get's id
+	fLen     = 40 // uint32: the data bytes after the head
+)
+
+// Statuses of recGetData.
+const (
+	getOK       = 0
+	getNoRegion = 1
+)
+
+var le = binary.LittleEndian
+
+// recordSize returns the ring bytes of a record with n data bytes.
+func recordSize(n int) int { return (headSize + n + recAlign - 1) &^ (recAlign - 1) }
+
+// queuedSize returns the bytes a drained packet record with n payload
+// bytes takes in a queue.
+func queuedSize(n int) int { return (headSize + n + 7) &^ 7 }
+
+// putHead writes the type, word 1 and data length of a record other than
+// a packet.
+func putHead(rec []byte, typ int, word1 uint32, n int) {
+	le.PutUint32(rec[fLen:], uint32(n))
+	le.PutUint32(rec[offWord1:], word1)
+	rec[offType] = byte(typ)
+}
+
+// spinlock is a lock for sections of a few hundred nanoseconds that never
+// block. It never parks a goroutine in the Go scheduler (a locked worker
+// must not); a waiter that spins long yields with runtime.Gosched.
+type spinlock struct {
+	v atomic.Uint32 // 1 while held: CompareAndSwap to take, Store(0) to release
+}
+
+func (l *spinlock) lock() {
+	if !l.v.CompareAndSwap(0, 1) {
+		l.lockSlow()
+	}
+}
+
+//go:noinline
+func (l *spinlock) lockSlow() {
+	for i := 1; ; i++ {
+		if l.v.Load() == 0 && l.v.CompareAndSwap(0, 1) {
+			return
+		}
+		if i%128 == 0 {
+			runtime.Gosched()
+		}
+	}
+}
+
+func (l *spinlock) tryLock() bool { return l.v.Load() == 0 && l.v.CompareAndSwap(0, 1) }
+
+func (l *spinlock) unlock() { l.v.Store(0) }
+
+// outRing is this process's producer side of the ring it sends into in
+// one process's segment (a peer's, or its own for its own addresses).
+// Goroutines of this process that send to that process at once take turns
+// with mu: the ring itself has one producer and one consumer, and needs
+// no lock between the processes.
+type outRing struct {
+	mu spinlock
+	// Under mu.
+	dead      bool   // Close has run: the memory is gone
+	tail      uint64 // the producer's position (ctl.tail is its published copy)
+	headCache uint64 // the last ctl.head seen: room is known without reading it
+	_         cpu.CacheLinePad
+
+	// Read-only after New.
+	ctl   *ringCtl
+	data  []byte
+	size  uint64
+	mask  uint64
+	seg   *segment // the receiver's segment
+	proc  int      // the receiver
+	pid   int
+	self  bool // the receiver is this process
+	cma   bool // Put and Get use process_vm_writev/readv
+	chunk int  // the most data bytes in one recPut or recGetData record
+	// raceSync is nil except in race builds (race.go).
+	raceSync *atomic.Uint64
+	// pidfd is a pidfd of the receiver (to notice its exit), or -1:
+	// Stored by New and Close, Loaded by the liveness checks.
+	pidfd atomic.Int32
+}
+
+func newOutRing(seg *segment, ring int, proc, pid int) *outRing {
+	ctl, data := seg.ring(ring)
+	o := &outRing{ctl: ctl, data: data, size: uint64(len(data)), mask: uint64(len(data) - 1), seg: seg, proc: proc, pid: pid}
+	o.pidfd.Store(-1)
+	o.chunk = len(data)/4 - headSize
+	o.raceSync = raceSyncFor(seg.dev, seg.ino, ring)
+	// The consumer may have run before (it never has: the ring is new),
+	// but start from what the ring says, not from zero.
+	o.tail = ctl.tail.Load()
+	o.headCache = ctl.head.Load()
+	return o
+}
+
+// reserve finds room for a record of size bytes (a multiple of recAlign)
+// and returns its offset in data, writing a skip record first if it does
+// not fit before the end. It reports false if the ring is too full. The
+// caller holds mu and publishes with publish.
+func (o *outRing) reserve(size uint64) (uint64, bool) {
+	pos := o.tail
+	off := pos & o.mask
+	need := size
+	rem := o.size - off
+	if size > rem {
+		need += rem // skip to the start
+	}
+	if pos+need-o.headCache > o.size {
+		o.headCache = o.ctl.head.Load()
+		if pos+need-o.headCache > o.size {
+			return 0, false
+		}
+	}
+	if size > rem {
+		o.data[off+offType] = recSkip
+		o.tail += rem
+		off = 0
+	}
+	return off, true
+}
+
+// publish makes the records written since the last publish, ending with
+// one of size bytes, visible to the consumer. The Store is the release
+// that the consumer's Load of tail pairs with: every byte of the records
+// is written before it.
+func (o *outRing) publish(size uint64) {
+	o.tail += size
+	if o.raceSync != nil {
+		o.raceSync.Add(1) // before the Store: a consumer that sees tail acquires this
+	}
+	o.ctl.tail.Store(o.tail)
+}
+
+// wake wakes the receiver's sleeping goroutines, if there are any. It
+// runs after publish: see doc.go, "Sleeping".
+func (o *outRing) wake() {
+	if o.seg.hdr.waiters.Load() != 0 {
+		wakeAll(o.seg.hdr)
+	}
+}
+
+// writePacket writes pk's record for address to at off.
+func (o *outRing) writePacket(off uint64, size int, to rdma.Addr, pk *packet.Packet) {
+	rec := o.data[off : off+uint64(size)]
+	pk.EncodeHeader(rec[:headSize])
+	le.PutUint32(rec[offWord1:], uint32(to))
+	rec[offType] = recPacket
+	copy(rec[headSize:], pk.Data())
+}
+
+// inRing is this process's consumer side of one ring of its segment.
+//
+// Two locks: deliver is held by the one goroutine that delivers this
+// ring's packets (Progress takes it with tryLock and keeps it across
+// Receive calls, which keeps deliveries in ring order); take is held
+// while records are taken out of the ring or the queue, never across a
+// call out of the transport. A Put or Get that waits for room drains the
+// ring into queue under take alone, even when the goroutine delivering
+// the ring is the one waiting (a Receive that Puts): delivery then goes
+// on from the queue, which comes before the ring.
+type inRing struct {
+	deliver spinlock
+	_       cpu.CacheLinePad
+
+	take spinlock
+	// Under take.
+	dead      bool
+	head      uint64 // the consumer's position (ctl.head is its published copy)
+	published uint64 // the last head Stored
+	tailCache uint64 // the last ctl.tail seen
+	queue     []byte // packet records drained by a waiting Put or Get, in ring order
+	qhead     int
+	// queued is the number of records in queue: changed under take,
+	// Loaded by Sleep without it.
+	queued atomic.Int32
+
+	// Under deliver: the packets of one batch and their Receivers.
+	batch [batchSize]*packet.Packet
+	recv  [batchSize]rdma.Receiver
+	_     cpu.CacheLinePad
+
+	// Read-only after New.
+	ctl  *ringCtl
+	data []byte
+	size uint64
+	mask uint64
+	from int // the producer
+	// raceSync is nil except in race builds (race.go).
+	raceSync *atomic.Uint64
+}
+
+// batchSize is the most packets a deliverer takes out of a ring at once.
+const batchSize = 32
+
+func newInRing(seg *segment, ring, from int) *inRing {
+	ctl, data := seg.ring(ring)
+	ir := &inRing{ctl: ctl, data: data, size: uint64(len(data)), mask: uint64(len(data) - 1), from: from}
+	ir.raceSync = raceSyncFor(seg.dev, seg.ino, ring)
+	ir.head = ctl.head.Load()
+	ir.published = ir.head
+	ir.tailCache = ir.head
+	return ir
+}
+
+// peekRing returns the next record of the ring: its bytes (padding
+// included), type, data length and word 1. It reports ok false when the
+// ring is empty, and corrupt true (with ok false) for bytes that are no
+// record. The caller holds take.
+func (ir *inRing) peekRing() (rec []byte, typ, n int, word1 uint32, ok, corrupt bool) {
+	for {
+		if ir.head == ir.tailCache {
+			// The Load is the acquire that pairs with the producer's
+			// Store in publish: the records up to it are complete.
+			ir.tailCache = ir.ctl.tail.Load()
+			if ir.raceSync != nil {
+				ir.raceSync.Load()
+			}
+			if ir.head == ir.tailCache {
+				return nil, 0, 0, 0, false, false
+			}
+		}
+		if ir.tailCache-ir.head > ir.size {
+			return nil, 0, 0, 0, false, true
+		}
+		off := ir.head & ir.mask
+		head := ir.data[off : off+headSize]
+		switch typ = int(head[offType]); typ {
+		case recSkip:
+			ir.head += ir.size - off
+			continue
+		case recPacket:
+			n = int(le.Uint32(head[offPacketLen:]))
+		case recPut, recGetReq, recGetData:
+			n = int(le.Uint32(head[fLen:]))
+		default:
+			return nil, 0, 0, 0, false, true
+		}
+		size := uint64(recordSize(n))
+		if size > ir.size-off || ir.head+size > ir.tailCache {
+			return nil, 0, 0, 0, false, true
+		}
+		rec = ir.data[off : off+size]
+		return rec, typ, n, le.Uint32(head[offWord1:]), true, false
+	}
+}
+
+// peekQueue returns the next drained packet record, its payload length
+// and destination.
+func (ir *inRing) peekQueue() (rec []byte, n int, word1 uint32, ok bool) {
+	if ir.qhead == len(ir.queue) {
+		return nil, 0, 0, false
+	}
+	q := ir.queue[ir.qhead:]
+	n = int(le.Uint32(q[offPacketLen:]))
+	return q[:queuedSize(n)], n, le.Uint32(q[offWord1:]), true
+}
+
+// popQueue drops the record peekQueue returned.
+func (ir *inRing) popQueue(n int) {
+	ir.qhead += queuedSize(n)
+	if ir.qhead == len(ir.queue) {
+		ir.queue, ir.qhead = ir.queue[:0], 0
+	}
+	ir.queued.Add(-1)
+}
+
+// publishHead Stores head if it moved: the release after which the
+// producer may write over the records consumed (they have been copied
+// out).
+func (ir *inRing) publishHead() {
+	if ir.head != ir.published {
+		ir.ctl.head.Store(ir.head)
+		ir.published = ir.head
+	}
+}
+
+// pending reports whether the ring or the queue may hold a record. It
+// takes no lock (Sleep).
+func (ir *inRing) pending() bool {
+	return ir.queued.Load() != 0 || ir.ctl.tail.Load() != ir.ctl.head.Load()
+}

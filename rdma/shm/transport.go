@@ -1,0 +1,737 @@
+package shm
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fibermpi/fibermpi/packet"
+	"github.com/fibermpi/fibermpi/rdma"
+)
+
+// Errors of this package (besides rdma's).
+var (
+	// ErrPeerGone is returned (in a *PeerError) by CheckPeers, and by a
+	// copied Put or Get waiting for a peer, when the peer process has
+	// exited.
+	ErrPeerGone = errors.New("shm: peer process exited")
+	// ErrLimit is returned by Bind for an address beyond Config.MaxAddrs
+	// and by Register when Config.MaxRegions registrations are live.
+	ErrLimit = errors.New("shm: beyond a configured limit")
+	// ErrForeignPacket is returned by Send for a packet of a pool the
+	// transport does not know (neither Config.Pool nor bound): it could
+	// not return the packet after copying it. The caller keeps it.
+	ErrForeignPacket = errors.New("shm: packet of a pool not given to the transport")
+	// ErrTooLong is returned by Send for a packet longer than
+	// Config.PayloadSize.
+	ErrTooLong = errors.New("shm: packet longer than the configured payload size")
+)
+
+// PeerError names the peer process an error is about.
+type PeerError struct {
+	Rank int
+	Err  error
+}
+
+func (e *PeerError) Error() string { return fmt.Sprintf("shm: process %d: %v", e.Rank, e.Err) }
+
+// Unwrap returns Err.
+func (e *PeerError) Unwrap() error { return e.Err }
+
+// The bindings of addresses live in chunks of chunkSize consecutive
+// addresses, found through a directory indexed by Addr>>chunkBits; Bind
+// copies at most the directory.
+const (
+	chunkBits = 10
+	chunkSize = 1 << chunkBits
+)
+
+// binding is one bound address: its Receiver and the pool its arrivals
+// are built in.
+type binding struct {
+	r    rdma.Receiver
+	pool *packet.Pool
+}
+
+// bindChunk holds the bindings of chunkSize consecutive addresses: Stored
+// under Transport.mu, Loaded without a lock by Progress.
+type bindChunk [chunkSize]atomic.Pointer[binding]
+
+// Transport is the shared-memory transport of one process. Its zero value
+// is not usable; call New. All methods may be called from any goroutine at
+// once; none blocks except Sleep (and a copied Put or Get, which waits for
+// ring room while draining its own rings: see the package documentation).
+type Transport struct {
+	rank   int
+	layout *rdma.Layout
+	cfg    Config
+	name   string
+
+	// out[p] is the ring this process sends into at process p: a peer
+	// or itself; nil for the others.
+	out []*outRing
+	// in are the rings of this process's segment: its own first, then one
+	// per peer.
+	in   []*inRing
+	self *segment
+	segs []*segment // every mapping: self first
+
+	// pools are the pools packets may come from (Config.Pool and every
+	// bound one), copied on write under mu.
+	pools atomic.Pointer[[]*packet.Pool]
+
+	// Bindings: dir Stored (copy on write) under mu, Loaded by Progress.
+	dir atomic.Pointer[[]*bindChunk]
+	mu  sync.Mutex
+
+	// closed is Stored under mu, regMu and every ring lock by Close and
+	// Loaded anywhere.
+	closed atomic.Bool
+
+	regs registry // Register, Deregister and the owner's side of copies
+	gets getState // copied Gets, both sides
+
+	probe *uint64 // the word peers read to test cross-memory attach
+	pin   runtime.Pinner
+}
+
+var (
+	_ rdma.Transport = (*Transport)(nil)
+	_ rdma.Sleeper   = (*Transport)(nil)
+)
+
+// exchangeKey is the key of this transport's record in the Exchange.
+const exchangeKey = "fibermpi/shm"
+
+// peerInfo is what a process publishes through the Exchange.
+type peerInfo struct {
+	pid       uint64
+	probe     uint64 // address of the probe word
+	nonce     uint64 // its value
+	payload   uint64
+	forceCopy bool
+	name      string
+}
+
+func (p peerInfo) marshal() []byte {
+	b := binary.LittleEndian.AppendUint32(nil, segVersion)
+	b = binary.LittleEndian.AppendUint64(b, p.pid)
+	b = binary.LittleEndian.AppendUint64(b, p.probe)
+	b = binary.LittleEndian.AppendUint64(b, p.nonce)
+	b = binary.LittleEndian.AppendUint64(b, p.payload)
+	flag := byte(0)
+	if p.forceCopy {
+		flag = 1
+	}
+	b = append(b, flag)
+	return append(b, p.name...)
+}
+
+func parsePeerInfo(b []byte) (peerInfo, error) {
+	const fixed = 4 + 4*8 + 1
+	if len(b) < fixed || binary.LittleEndian.Uint32(b) != segVersion {
+		return peerInfo{}, fmt.Errorf("shm: malformed or foreign exchange record (%d bytes)", len(b))
+	}
+	le := binary.LittleEndian
+	return peerInfo{
+		pid: le.Uint64(b[4:]), probe: le.Uint64(b[12:]), nonce: le.Uint64(b[20:]),
+		payload: le.Uint64(b[28:]), forceCopy: b[36] == 1, name: string(b[fixed:]),
+	}, nil
+}
+
+// New makes this process's transport. It is collective: every process of
+// the job calls it, one without peers too, because it fences the Exchange
+// twice. It creates this process's segment, publishes its name and pid,
+// maps the peers' segments after the first fence, tests cross-memory
+// attach towards each peer by reading a word of it, and removes the node's
+// segment files after the second fence: from then on the segments live
+// only in the mappings, and nothing is left in Config.Dir however the
+// processes end. (A process killed inside New may leave its file; the
+// launcher removes Config.Dir/fibermpi-<jobid>-* at the end of the job.)
+//
+// On error New removes what it made. A process that fails once the
+// Exchange works still takes part in both fences, so that the others' New
+// return; the job learns of the failure from that process (its error, its
+// exit), and the others' CheckPeers report its exit.
+//
+// A peer's Send to an address of this process fails with rdma.ErrNoPeer
+// until the address is bound: bind the endpoints, then fence, before
+// sending.
+func New(cfg Config) (*Transport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	cfg.Peers = slices.Clone(cfg.Peers)
+	ex := cfg.Exchange
+	t := &Transport{rank: ex.Rank(), layout: cfg.Layout, cfg: cfg, out: make([]*outRing, ex.Size())}
+	t.dir.Store(new([]*bindChunk))
+	pools := []*packet.Pool{}
+	if cfg.Pool != nil {
+		pools = append(pools, cfg.Pool)
+	}
+	t.pools.Store(&pools)
+
+	// The probe word: a random value at an address peers read with
+	// process_vm_readv.
+	t.probe = new(uint64)
+	var nb [8]byte
+	_, _ = rand.Read(nb[:])
+	*t.probe = binary.LittleEndian.Uint64(nb[:]) | 1
+	t.pin.Pin(t.probe)
+
+	lay := layoutFor(uint64(1+len(cfg.Peers)), uint64(cfg.RingSize), uint64(cfg.MaxAddrs), uint64(cfg.MaxRegions))
+	name := segName(ex.JobID(), t.rank)
+	self, err := createSegment(cfg.Dir, name, lay)
+	if err != nil {
+		t.pin.Unpin()
+		return nil, err
+	}
+	t.self = self
+	t.segs = append(t.segs, self)
+	h := self.hdr
+	h.version, h.rank, h.pid, h.size = segVersion, uint32(t.rank), uint64(os.Getpid()), lay.size
+	h.payload, h.ringSize, h.nrings = uint64(cfg.PayloadSize), lay.ringSize, lay.nrings
+	h.maxAddrs, h.maxRegions = lay.maxAddrs, lay.maxRegions
+	h.boundOff, h.regionsOff, h.ringsOff, h.ringStride = lay.boundOff, lay.regionsOff, lay.ringsOff, lay.ringStride
+	self.senders[0] = uint32(t.rank)
+	for i, p := range cfg.Peers {
+		self.senders[1+i] = uint32(p)
+	}
+	h.magic = segMagic // last: a peer checks it
+	t.regs.init(self, cfg.MaxRegions)
+
+	fenced := 0
+	fail := func(err error) (*Transport, error) {
+		_ = unlink(self.name)
+		t.release()
+		// Keep the collective in step: the others then finish New and
+		// learn of this process's failure from the job (its exit).
+		for ; fenced < 2; fenced++ {
+			if ex.Fence() != nil {
+				break
+			}
+		}
+		return nil, err
+	}
+	info := peerInfo{
+		pid: h.pid, probe: uint64(uintptr(unsafe.Pointer(t.probe))), nonce: *t.probe,
+		payload: uint64(cfg.PayloadSize), forceCopy: cfg.ForceCopy, name: name,
+	}
+	if err := ex.Put(exchangeKey, info.marshal()); err != nil {
+		fenced = 2
+		return fail(fmt.Errorf("shm: publishing the segment: %w", err))
+	}
+	if err := ex.Fence(); err != nil {
+		fenced = 2 // the Exchange is broken: do not wait in it again
+		return fail(fmt.Errorf("shm: first fence: %w", err))
+	}
+	fenced = 1
+
+	// This process's own ring, then the peers'.
+	t.in = append(t.in, newInRing(self, 0, t.rank))
+	t.out[t.rank] = newOutRing(self, 0, t.rank, int(h.pid))
+	t.out[t.rank].self = true
+	cma, copies := 0, 0
+	for i, p := range cfg.Peers {
+		t.in = append(t.in, newInRing(self, 1+i, p))
+		o, err := t.connect(p)
+		if err != nil {
+			return fail(err)
+		}
+		t.out[p] = o
+		if o.cma {
+			cma++
+		} else {
+			copies++
+		}
+	}
+	if err := ex.Fence(); err != nil {
+		fenced = 2
+		return fail(fmt.Errorf("shm: second fence: %w", err))
+	}
+	fenced = 2
+	// Every process has mapped every segment of the node: the files can
+	// go. Each process removes its peers' too, so that a file stays only
+	// if every process of the node dies between here and its unlink.
+	for _, s := range t.segs {
+		if err := unlink(s.name); err != nil {
+			return fail(err)
+		}
+	}
+	switch {
+	case cma > 0 && copies > 0:
+		t.name = "shm+cma+copy"
+	case cma > 0:
+		t.name = "shm+cma"
+	case copies > 0 || cfg.ForceCopy:
+		t.name = "shm+copy"
+	default:
+		t.name = "shm"
+	}
+	return t, nil
+}
+
+// connect maps peer p's segment and decides how to reach its memory.
+func (t *Transport) connect(p int) (*outRing, error) {
+	raw, err := t.cfg.Exchange.Get(p, exchangeKey)
+	if err != nil {
+		return nil, fmt.Errorf("shm: reading process %d's record: %w", p, err)
+	}
+	info, err := parsePeerInfo(raw)
+	if err != nil {
+		return nil, &PeerError{Rank: p, Err: err}
+	}
+	if info.payload != uint64(t.cfg.PayloadSize) {
+		return nil, &PeerError{Rank: p, Err: fmt.Errorf("%w: payload size %d here, %d there", ErrInvalidConfig, t.cfg.PayloadSize, info.payload)}
+	}
+	if info.name != segName(t.cfg.Exchange.JobID(), p) {
+		return nil, &PeerError{Rank: p, Err: fmt.Errorf("shm: segment named %q, want %q (a different job id?)", info.name, segName(t.cfg.Exchange.JobID(), p))}
+	}
+	seg, err := openSegment(t.cfg.Dir, info.name, p, info.pid)
+	if err != nil {
+		return nil, err
+	}
+	t.segs = append(t.segs, seg)
+	ring := seg.ringOf(t.rank)
+	if ring < 0 {
+		return nil, &PeerError{Rank: p, Err: fmt.Errorf("shm: it does not list process %d as a peer (the processes disagree on who shares the node)", t.rank)}
+	}
+	o := newOutRing(seg, ring, p, int(info.pid))
+	o.cma = !t.cfg.ForceCopy && !info.forceCopy && probe(int(info.pid), info.probe, info.nonce)
+	if fd, err := unix.PidfdOpen(int(info.pid), 0); err == nil {
+		o.pidfd.Store(int32(fd))
+	}
+	return o, nil
+}
+
+// probe reports whether this process can read the word at addr of process
+// pid (which holds nonce) with process_vm_readv: whether cross-memory
+// attach works between the two (ptrace scope, containers, pid namespaces).
+func probe(pid int, addr, nonce uint64) bool {
+	var got uint64
+	local := []unix.Iovec{{Base: (*byte)(unsafe.Pointer(&got)), Len: 8}}
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: 8}}
+	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
+	return err == nil && n == 8 && got == nonce
+}
+
+// Name returns "shm+cma" when Put and Get reach every peer by cross-memory
+// attach, "shm+copy" when they copy through the rings, "shm+cma+copy"
+// when it differs between peers, and "shm" without peers.
+func (t *Transport) Name() string { return t.name }
+
+// Bind attaches the local endpoint a, which must be one of this process's
+// addresses in the Layout and below Config.MaxAddrs; its arrivals are
+// built in packets from pool, whose payloads must hold Config.PayloadSize
+// bytes.
+func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error {
+	if r == nil || pool == nil {
+		return fmt.Errorf("%w: Bind(%d) with a nil Receiver or pool", rdma.ErrNoPeer, a)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	if owner := t.layout.Owner(a); owner != t.rank {
+		return fmt.Errorf("%w: address %d belongs to process %d, this is %d", rdma.ErrNoPeer, a, owner, t.rank)
+	}
+	if uint64(a) >= uint64(t.cfg.MaxAddrs) {
+		return fmt.Errorf("%w: address %d, MaxAddrs %d", ErrLimit, a, t.cfg.MaxAddrs)
+	}
+	if pool.PayloadSize() < t.cfg.PayloadSize {
+		return fmt.Errorf("%w: a pool of %d-byte payloads, PayloadSize %d", ErrInvalidConfig, pool.PayloadSize(), t.cfg.PayloadSize)
+	}
+	dir := *t.dir.Load()
+	ci := int(a >> chunkBits)
+	if ci >= len(dir) || dir[ci] == nil {
+		grown := make([]*bindChunk, max(len(dir), ci+1))
+		copy(grown, dir)
+		grown[ci] = new(bindChunk)
+		t.dir.Store(&grown)
+		dir = grown
+	}
+	e := &dir[ci][a&(chunkSize-1)]
+	if e.Load() != nil {
+		return rdma.ErrBound
+	}
+	if pools := *t.pools.Load(); !slices.Contains(pools, pool) {
+		grown := append(slices.Clone(pools), pool)
+		t.pools.Store(&grown)
+	}
+	e.Store(&binding{r: r, pool: pool})
+	t.self.setBound(a, true)
+	return nil
+}
+
+// Unbind detaches a. Packets already in a ring for a wait there, holding
+// back the later packets of that ring, until a is bound again (or the
+// transport closes): they are never dropped.
+func (t *Transport) Unbind(a rdma.Addr) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	e := t.entry(a)
+	if e == nil || e.Load() == nil {
+		return rdma.ErrNoPeer
+	}
+	t.self.setBound(a, false)
+	e.Store(nil)
+	return nil
+}
+
+// entry returns the binding slot of a, or nil if its chunk does not exist.
+func (t *Transport) entry(a rdma.Addr) *atomic.Pointer[binding] {
+	dir := *t.dir.Load()
+	ci := int(a >> chunkBits)
+	if ci >= len(dir) || dir[ci] == nil {
+		return nil
+	}
+	return &dir[ci][a&(chunkSize-1)]
+}
+
+// route returns the ring towards the process that owns a, checking that a
+// is bound there.
+func (t *Transport) route(a rdma.Addr) (*outRing, error) {
+	p := t.layout.Owner(a)
+	if p < 0 || p >= len(t.out) {
+		return nil, rdma.ErrNoPeer
+	}
+	o := t.out[p]
+	if o == nil {
+		return nil, fmt.Errorf("%w: address %d belongs to process %d, not on this node", rdma.ErrNoPeer, a, p)
+	}
+	if !o.seg.isBound(a) {
+		return nil, rdma.ErrNoPeer
+	}
+	return o, nil
+}
+
+// poolOf returns the pool pk came from.
+func (t *Transport) poolOf(pk *packet.Packet) *packet.Pool {
+	for _, p := range *t.pools.Load() {
+		if p.Owns(pk) {
+			return p
+		}
+	}
+	return nil
+}
+
+// Send copies pk into the ring of the process that owns to and returns pk
+// to the pool it came from (the transport owns it on success). It never
+// waits: a full ring gives rdma.ErrAgain, and the caller keeps pk. It
+// wakes the receiving process if it sleeps (the only system call Send
+// makes, and only then).
+func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	o, err := t.route(to)
+	if err != nil {
+		return err
+	}
+	n := pk.Len()
+	if n > t.cfg.PayloadSize {
+		return fmt.Errorf("%w: %d bytes, PayloadSize %d", ErrTooLong, n, t.cfg.PayloadSize)
+	}
+	pool := t.poolOf(pk)
+	if pool == nil {
+		return ErrForeignPacket
+	}
+	size := recordSize(n)
+	o.mu.lock()
+	if o.dead {
+		o.mu.unlock()
+		return rdma.ErrClosed
+	}
+	off, ok := o.reserve(uint64(size))
+	if !ok {
+		o.mu.unlock()
+		return rdma.ErrAgain
+	}
+	o.writePacket(off, size, to, pk)
+	o.publish(uint64(size))
+	o.mu.unlock()
+	o.wake()
+	pool.Put(w, pk)
+	return nil
+}
+
+// Progress delivers what the rings of this process hold: packets to
+// their Receivers (in packets from the destination's pool; when it is dry
+// the record stays in its ring), copied Put bytes into their
+// registrations, copied Get requests answered. It returns how many
+// records it handled. Any number of goroutines may call it at once; each
+// ring is delivered by one of them at a time, in order. w is the caller's
+// worker index in the destination pools, or packet.NoWorker.
+func (t *Transport) Progress(w int) int {
+	if t.closed.Load() {
+		return 0
+	}
+	n := 0
+	for _, ir := range t.in {
+		if ir.pending() {
+			n += t.deliver(w, ir)
+		}
+	}
+	if t.gets.serving.Load() != 0 {
+		n += t.serve()
+	}
+	return n
+}
+
+// maxPerCall bounds the records one Progress call takes from one ring,
+// so that a busy peer cannot hold a caller forever.
+const maxPerCall = 4 * batchSize
+
+// deliver takes batches of records out of ir and delivers their packets.
+func (t *Transport) deliver(w int, ir *inRing) int {
+	if !ir.deliver.tryLock() {
+		return 0 // another goroutine delivers this ring
+	}
+	defer ir.deliver.unlock()
+	n := 0
+	for n < maxPerCall {
+		ir.take.lock()
+		k, handled, full := t.takeBatch(w, ir)
+		ir.take.unlock()
+		for i := range k {
+			r, pk := ir.recv[i], ir.batch[i]
+			ir.recv[i], ir.batch[i] = nil, nil
+			r.Receive(w, pk)
+		}
+		n += handled
+		if !full {
+			break
+		}
+	}
+	return n
+}
+
+// takeBatch takes records out of ir's queue, then its ring, until
+// batchSize packets are ready for delivery in ir.batch: the other records
+// take effect here. It stops early at an empty ring, a dry pool or an
+// unbound destination (the record stays). full reports that it stopped
+// only for the batch's size. The caller holds take (and deliver).
+func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
+	if ir.dead {
+		return 0, 0, false
+	}
+	defer ir.publishHead()
+	for k < batchSize {
+		if rec, n, word1, ok := ir.peekQueue(); ok {
+			if !t.unpack(w, ir, k, rec, n, word1) {
+				return k, handled, false
+			}
+			ir.popQueue(n)
+			k++
+			handled++
+			continue
+		}
+		rec, typ, n, word1, ok, corrupt := ir.peekRing()
+		if corrupt {
+			t.corrupt(ir)
+		}
+		if !ok {
+			return k, handled, false
+		}
+		if typ == recPacket {
+			if !t.unpack(w, ir, k, rec, n, word1) {
+				return k, handled, false
+			}
+			k++
+		} else {
+			t.apply(ir, typ, n, word1, rec)
+		}
+		ir.head += uint64(len(rec))
+		handled++
+	}
+	return k, handled, true
+}
+
+// unpack builds the packet record rec (n payload bytes, for address
+// word1) in a packet of the destination's pool as ir.batch[k]. It reports
+// false, leaving the record, when the destination is not bound or its
+// pool is dry.
+func (t *Transport) unpack(w int, ir *inRing, k int, rec []byte, n int, word1 uint32) bool {
+	e := t.entry(rdma.Addr(word1))
+	if e == nil {
+		return false
+	}
+	b := e.Load()
+	if b == nil {
+		return false
+	}
+	pk := b.pool.Get(w)
+	if pk == nil {
+		return false
+	}
+	if err := pk.DecodeHeader(rec[:headSize]); err != nil {
+		b.pool.Put(w, pk)
+		t.corrupt(ir)
+		return false
+	}
+	copy(pk.Payload()[:n], rec[headSize:])
+	ir.batch[k], ir.recv[k] = pk, b.r
+	return true
+}
+
+// corrupt reports bytes in a ring that are no record. After Close the
+// mapping reads as zeros: that is not corruption, and the callers stop.
+func (t *Transport) corrupt(ir *inRing) {
+	if t.closed.Load() {
+		return
+	}
+	panic(fmt.Sprintf("shm: corrupt record in the ring from process %d at position %d (tail %d)", ir.from, ir.head, ir.tailCache))
+}
+
+// drain moves every record of every ring into the rings' queues (the
+// packets) or into effect (the rest), without delivering anything: a
+// copied Put or Get waiting for room does it, so that processes waiting
+// on each other's rings keep emptying them. It returns how many records
+// it moved.
+func (t *Transport) drain() int {
+	n, queued := 0, 0
+	for _, ir := range t.in {
+		if !ir.pending() {
+			continue
+		}
+		ir.take.lock()
+		for !ir.dead {
+			rec, typ, n, word1, ok, corrupt := ir.peekRing()
+			if corrupt {
+				t.corrupt(ir)
+			}
+			if !ok {
+				break
+			}
+			if typ == recPacket {
+				ir.queue = append(ir.queue, rec[:queuedSize(n)]...)
+				ir.queued.Add(1)
+				queued++
+			} else {
+				t.apply(ir, typ, n, word1, rec)
+			}
+			ir.head += uint64(len(rec))
+			n++
+		}
+		ir.publishHead()
+		ir.take.unlock()
+	}
+	if queued > 0 && t.self.hdr.waiters.Load() != 0 {
+		wakeAll(t.self.hdr) // a sleeper of this process has packets to deliver
+	}
+	return n
+}
+
+// CheckPeers returns a *PeerError (ErrPeerGone) naming a peer process
+// that has exited, or nil. It makes one poll system call; a progress loop
+// may call it now and then (each Sleep, say) to turn a dead peer into an
+// error rather than a wait.
+func (t *Transport) CheckPeers() error {
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	var fds []unix.PollFd
+	var ranks []int
+	for _, o := range t.out {
+		if fd := int32(-1); o != nil && !o.self {
+			if fd = o.pidfd.Load(); fd < 0 {
+				continue
+			}
+			fds = append(fds, unix.PollFd{Fd: fd, Events: unix.POLLIN})
+			ranks = append(ranks, o.proc)
+		}
+	}
+	if len(fds) == 0 {
+		return nil
+	}
+	if _, err := unix.Poll(fds, 0); err != nil && !errors.Is(err, unix.EINTR) {
+		return fmt.Errorf("shm: polling the peers: %w", err)
+	}
+	for i, fd := range fds {
+		if fd.Revents != 0 {
+			return &PeerError{Rank: ranks[i], Err: ErrPeerGone}
+		}
+	}
+	return nil
+}
+
+// alive returns a *PeerError if o's process has exited.
+func (o *outRing) alive() error {
+	fd := o.pidfd.Load()
+	if o.self || fd < 0 {
+		return nil
+	}
+	fds := []unix.PollFd{{Fd: fd, Events: unix.POLLIN}}
+	if n, _ := unix.Poll(fds, 0); n > 0 && fds[0].Revents != 0 {
+		return &PeerError{Rank: o.proc, Err: ErrPeerGone}
+	}
+	return nil
+}
+
+// Close releases the transport: it unpins and forgets the registrations,
+// drops what the rings and queues still hold (packets sent here and not
+// delivered are lost with the process), wakes the goroutines in Sleep,
+// and gives back the shared memory (the mappings become private zero
+// pages, so calls racing with Close never fault). Every later call fails
+// with rdma.ErrClosed, a second Close included.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	t.regs.mu.Lock()
+	t.closed.Store(true)
+	t.regs.closeLocked()
+	t.regs.mu.Unlock()
+	// After each lock below, no goroutine touches that ring's memory:
+	// every section under those locks checks dead first.
+	for _, o := range t.out {
+		if o != nil {
+			o.mu.lock()
+			o.dead = true
+			o.mu.unlock()
+		}
+	}
+	for _, ir := range t.in {
+		ir.take.lock()
+		ir.dead = true
+		ir.queue, ir.qhead = nil, 0
+		ir.queued.Store(0)
+		ir.take.unlock()
+	}
+	t.gets.closeAll()
+	wakeAll(t.self.hdr)
+	t.dir.Store(new([]*bindChunk))
+	t.release()
+	return nil
+}
+
+// release gives back the mappings, pidfds and the probe word.
+func (t *Transport) release() {
+	for _, s := range t.segs {
+		s.release()
+	}
+	for _, o := range t.out {
+		if o != nil {
+			if fd := o.pidfd.Swap(-1); fd >= 0 {
+				_ = unix.Close(int(fd))
+			}
+		}
+	}
+	t.pin.Unpin()
+}

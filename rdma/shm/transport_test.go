@@ -1,0 +1,587 @@
+package shm_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fibermpi/fibermpi/packet"
+	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/rdma/shm"
+)
+
+// counter is a Receiver that counts arrivals and returns them to its pool.
+type counter struct {
+	pool *packet.Pool
+	mu   sync.Mutex
+	n    int
+	last []byte
+}
+
+func (c *counter) Receive(w int, pk *packet.Packet) {
+	c.mu.Lock()
+	c.n++
+	c.last = append(c.last[:0], pk.Data()...)
+	c.mu.Unlock()
+	c.pool.Put(w, pk)
+}
+
+func (c *counter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func newPool(t testing.TB, payload int) *packet.Pool {
+	t.Helper()
+	p, err := packet.New(packet.Config{Workers: 2, PerWorker: 16, Shared: 256, PayloadSize: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// pair is a job of two transports with endpoint 0 on the first and 1 on
+// the second, each bound to a counter.
+func pair(t testing.TB, ring int, forceCopy bool) (*job, *packet.Pool, [2]*counter) {
+	t.Helper()
+	pool := newPool(t, 512)
+	j := newJob(t, 2, 2, func(int) shm.Config { return shm.Config{Pool: pool, RingSize: ring, ForceCopy: forceCopy} })
+	var cs [2]*counter
+	for a := range 2 {
+		cs[a] = &counter{pool: pool}
+		if err := j.trs[a].Bind(rdma.Addr(a), cs[a], pool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return j, pool, cs
+}
+
+// TestErrAgain: a full ring refuses with rdma.ErrAgain and leaves the
+// packet with the caller, intact; after the receiver's Progress it takes
+// the packet, and every packet accepted arrives.
+func TestErrAgain(t *testing.T) {
+	j, pool, cs := pair(t, 4<<10, false)
+	sent := 0
+	var refused *packet.Packet
+	for refused == nil {
+		pk := pool.Get(packet.NoWorker)
+		pk.Tag = int32(sent)
+		if err := pk.SetData(bytes.Repeat([]byte{byte(sent)}, 200)); err != nil {
+			t.Fatal(err)
+		}
+		switch err := j.trs[0].Send(packet.NoWorker, 1, pk); {
+		case err == nil:
+			sent++
+		case errors.Is(err, rdma.ErrAgain):
+			refused = pk
+		default:
+			t.Fatalf("Send: %v", err)
+		}
+		if sent > 100 {
+			t.Fatal("a 4 KiB ring took 100 packets of 200 bytes")
+		}
+	}
+	if sent == 0 {
+		t.Fatal("the first Send into an empty ring was refused")
+	}
+	if refused.Tag != int32(sent) || !bytes.Equal(refused.Data(), bytes.Repeat([]byte{byte(sent)}, 200)) {
+		t.Fatalf("the refused packet changed: %v", refused)
+	}
+	if n := j.trs[1].Progress(packet.NoWorker); n != sent {
+		t.Fatalf("Progress handled %d records, want %d", n, sent)
+	}
+	if err := j.trs[0].Send(packet.NoWorker, 1, refused); err != nil {
+		t.Fatalf("Send after Progress: %v", err)
+	}
+	j.trs[1].Progress(packet.NoWorker)
+	if got := cs[1].count(); got != sent+1 {
+		t.Fatalf("%d packets arrived, want %d", got, sent+1)
+	}
+	if s := pool.Stats(); s.InUse != 0 {
+		t.Fatalf("%d packets not back in the pool", s.InUse)
+	}
+}
+
+// TestPoolDryLeavesRecord: when the destination's pool is dry, the record
+// stays in the ring and arrives once a packet is free.
+func TestPoolDryLeavesRecord(t *testing.T) {
+	src := newPool(t, 512)
+	dry, err := packet.New(packet.Config{Workers: 1, PerWorker: 1, Shared: 1, PayloadSize: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := newJob(t, 2, 2, func(int) shm.Config { return shm.Config{Pool: src, PayloadSize: 512} })
+	c := &counter{pool: dry}
+	if err := j.trs[1].Bind(1, c, dry); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.trs[0].Bind(0, &counter{pool: src}, src); err != nil {
+		t.Fatal(err)
+	}
+	held := []*packet.Packet{dry.Get(packet.NoWorker), dry.Get(packet.NoWorker)}
+	if held[0] == nil || held[1] == nil || dry.Get(packet.NoWorker) != nil {
+		t.Fatal("could not empty the pool")
+	}
+	for i := range 3 {
+		pk := src.Get(packet.NoWorker)
+		pk.Tag = int32(i)
+		if err := j.trs[0].Send(packet.NoWorker, 1, pk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := j.trs[1].Progress(packet.NoWorker); n != 0 || c.count() != 0 {
+		t.Fatalf("with a dry pool Progress handled %d, %d arrived", n, c.count())
+	}
+	dry.Put(packet.NoWorker, held[0])
+	dry.Put(packet.NoWorker, held[1])
+	for range 3 {
+		j.trs[1].Progress(packet.NoWorker)
+	}
+	if c.count() != 3 {
+		t.Fatalf("%d of 3 packets arrived after the pool refilled", c.count())
+	}
+}
+
+// TestSendAllocs: Send and the Progress that delivers do not allocate.
+func TestSendAllocs(t *testing.T) {
+	j, pool, _ := pair(t, 64<<10, false)
+	allocs := testing.AllocsPerRun(1000, func() {
+		pk := pool.Get(0)
+		pk.SetLen(8)
+		if err := j.trs[0].Send(0, 1, pk); err != nil {
+			t.Fatal(err)
+		}
+		if j.trs[1].Progress(1) != 1 {
+			t.Fatal("nothing arrived")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Send and Progress allocate %v times per packet", allocs)
+	}
+}
+
+// TestSleepWakes: a goroutine in Sleep with a long limit is woken by a
+// Send from the peer, over and over (a lost wake-up would leave it asleep
+// until the test's bound).
+func TestSleepWakes(t *testing.T) {
+	j, pool, cs := pair(t, 64<<10, false)
+	rounds := 2000
+	if testing.Short() {
+		rounds = 200
+	}
+	woke := make(chan int)
+	go func() {
+		defer close(woke)
+		for got := 0; got < rounds; {
+			j.trs[1].Sleep(time.Hour)
+			got += j.trs[1].Progress(packet.NoWorker)
+			woke <- got
+		}
+	}()
+	timeout := time.After(time.Minute)
+	for i := range rounds {
+		pk := pool.Get(packet.NoWorker)
+		if err := j.trs[0].Send(packet.NoWorker, 1, pk); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-woke:
+			if got <= i {
+				// Woken for nothing: allowed; wait for the real one.
+				i--
+			}
+		case <-timeout:
+			j.trs[1].Close() // wakes the sleeper, ends the goroutine
+			for range woke {
+			}
+			t.Fatalf("the sleeper was not woken by send %d", i)
+		}
+	}
+	for range woke {
+	}
+	if cs[1].count() != rounds {
+		t.Fatalf("%d packets arrived, want %d", cs[1].count(), rounds)
+	}
+}
+
+// TestSleepReturns: Sleep returns at once with a record pending, after
+// max without one, and when the transport closes under it.
+func TestSleepReturns(t *testing.T) {
+	j, pool, _ := pair(t, 64<<10, false)
+	if err := j.trs[0].Send(packet.NoWorker, 1, pool.Get(packet.NoWorker)); err != nil {
+		t.Fatal(err)
+	}
+	bounded(t, "Sleep with a record pending", func() { j.trs[1].Sleep(time.Hour) })
+	j.trs[1].Progress(packet.NoWorker)
+	bounded(t, "Sleep(1ms) with nothing pending", func() { j.trs[1].Sleep(time.Millisecond) })
+	done := make(chan struct{})
+	go func() { j.trs[1].Sleep(time.Hour); close(done) }()
+	time.Sleep(time.Millisecond) // let it (probably) fall asleep
+	if err := j.trs[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Close did not wake the sleeper")
+	}
+}
+
+// bounded runs fn and fails if it has not returned within a minute.
+func bounded(t *testing.T, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { fn(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("%s did not return", what)
+	}
+}
+
+// TestMutualPuts: two processes Put large buffers into each other at once,
+// copied through small rings, with nobody else driving progress; each
+// Put's wait drains its own rings (applying the other's chunks), so both
+// complete.
+func TestMutualPuts(t *testing.T) {
+	const size = 1 << 20
+	j, _, _ := pair(t, 8<<10, true)
+	var regions [2]rdma.Region
+	bufs := [2][]byte{make([]byte, size), make([]byte, size)}
+	for a := range 2 {
+		r, err := j.trs[a].Register(bufs[a])
+		if err != nil {
+			t.Fatal(err)
+		}
+		regions[a] = r
+	}
+	srcs := [2][]byte{make([]byte, size), make([]byte, size)}
+	fillData(srcs[0], 10, 0)
+	fillData(srcs[1], 11, 0)
+	// Each side Puts, then (as its progress engine would) drives its
+	// own progress until both Puts have returned: while both are inside
+	// Put, nothing else moves the rings.
+	errs := make(chan error, 2)
+	var puts sync.WaitGroup
+	puts.Add(2)
+	var wg sync.WaitGroup
+	for a := range 2 {
+		wg.Go(func() {
+			errs <- j.trs[a].Put(rdma.Addr(1-a), regions[1-a], 0, srcs[a])
+			puts.Done()
+			done := make(chan struct{})
+			go func() { puts.Wait(); close(done) }()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+					j.trs[a].Progress(packet.NoWorker)
+				}
+			}
+		})
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(time.Minute):
+		for _, tr := range j.trs {
+			tr.Close() // ends the Puts with ErrClosed
+		}
+		<-finished
+		t.Fatal("the mutual Puts deadlocked")
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What is still in the rings lands with Progress.
+	for range 100 {
+		j.trs[0].Progress(packet.NoWorker)
+		j.trs[1].Progress(packet.NoWorker)
+	}
+	for a := range 2 {
+		if !bytes.Equal(bufs[a], srcs[1-a]) {
+			t.Errorf("the buffer of %d does not hold what %d Put", a, 1-a)
+		}
+	}
+}
+
+// putter is a Receiver that, on a packet of kind KindRTR, Puts src into
+// the peer's region (from inside Receive), and records the tags of every
+// packet in arrival order.
+type putter struct {
+	tr     *shm.Transport
+	pool   *packet.Pool
+	peer   rdma.Addr
+	region rdma.Region
+	src    []byte
+	mu     sync.Mutex
+	tags   []int32
+	err    error
+	put    chan struct{}
+}
+
+func (p *putter) Receive(w int, pk *packet.Packet) {
+	p.mu.Lock()
+	p.tags = append(p.tags, pk.Tag)
+	p.mu.Unlock()
+	if pk.Kind == packet.KindRTR {
+		err := p.tr.Put(p.peer, p.region, 0, p.src)
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(p.put)
+	}
+	p.pool.Put(w, pk)
+}
+
+// TestMutualPutsFromReceive: as TestMutualPuts, but each Put runs inside a
+// Receive callback, holding its ring's delivery: the Put's wait drains
+// that very ring into its queue (the packets sent after the trigger), and
+// delivery resumes from the queue in order once the Put returns.
+func TestMutualPutsFromReceive(t *testing.T) {
+	const size, after = 1 << 20, 20
+	pool := newPool(t, 512)
+	j := newJob(t, 2, 2, func(int) shm.Config { return shm.Config{Pool: pool, RingSize: 8 << 10, ForceCopy: true} })
+	var ps [2]*putter
+	bufs := [2][]byte{make([]byte, size), make([]byte, size)}
+	for a := range 2 {
+		ps[a] = &putter{tr: j.trs[a], pool: pool, peer: rdma.Addr(1 - a), src: make([]byte, size), put: make(chan struct{})}
+		fillData(ps[a].src, uint32(20+a), 0)
+		if err := j.trs[a].Bind(rdma.Addr(a), ps[a], pool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for a := range 2 {
+		r, err := j.trs[a].Register(bufs[a])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps[1-a].region = r
+	}
+	// The trigger, then packets behind it, from each side.
+	for a := range 2 {
+		for tag := range after + 1 {
+			pk := pool.Get(packet.NoWorker)
+			pk.Tag = int32(tag)
+			if tag == 0 {
+				pk.Kind = packet.KindRTR
+			}
+			if err := j.trs[a].Send(packet.NoWorker, rdma.Addr(1-a), pk); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for a := range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					j.trs[a].Progress(packet.NoWorker)
+				}
+			}
+		})
+	}
+	for a := range 2 {
+		select {
+		case <-ps[a].put:
+		case <-time.After(time.Minute):
+			for _, tr := range j.trs {
+				tr.Close()
+			}
+			close(stop)
+			wg.Wait()
+			t.Fatal("the Puts from Receive deadlocked")
+		}
+	}
+	// Everything sent lands, in order.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ps[0].mu.Lock()
+		n0 := len(ps[0].tags)
+		ps[0].mu.Unlock()
+		ps[1].mu.Lock()
+		n1 := len(ps[1].tags)
+		ps[1].mu.Unlock()
+		if n0 == after+1 && n1 == after+1 && bytes.Equal(bufs[0], ps[1].src) && bytes.Equal(bufs[1], ps[0].src) {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("after the Puts: %d and %d packets arrived (want %d each); buffers complete: %v %v",
+				n0, n1, after+1, bytes.Equal(bufs[0], ps[1].src), bytes.Equal(bufs[1], ps[0].src))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	for a := range 2 {
+		if ps[a].err != nil {
+			t.Errorf("Put from Receive at %d: %v", a, ps[a].err)
+		}
+		for i, tag := range ps[a].tags {
+			if tag != int32(i) {
+				t.Fatalf("at %d the packets arrived in the order %v", a, ps[a].tags)
+			}
+		}
+	}
+}
+
+// TestConfig: bad configurations fail with ErrInvalidConfig and say why.
+func TestConfig(t *testing.T) {
+	ex := newMemJob(2)
+	good := func() shm.Config { return shm.Config{Exchange: ex[0], Layout: rdma.NewLayout(2), Peers: []int{1}} }
+	if err := good().Validate(); err != nil {
+		t.Fatalf("a good config: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*shm.Config)
+		want string
+	}{
+		{"no exchange", func(c *shm.Config) { c.Exchange = nil }, "Exchange"},
+		{"no layout", func(c *shm.Config) { c.Layout = nil }, "Layout"},
+		{"layout size", func(c *shm.Config) { c.Layout = rdma.NewLayout(3) }, "processes"},
+		{"peer is self", func(c *shm.Config) { c.Peers = []int{0} }, "this process"},
+		{"peer twice", func(c *shm.Config) { c.Peers = []int{1, 1} }, "twice"},
+		{"peer outside", func(c *shm.Config) { c.Peers = []int{2} }, "outside"},
+		{"ring not a power of two", func(c *shm.Config) { c.RingSize = 100 << 10 }, "RingSize"},
+		{"ring too small", func(c *shm.Config) { c.RingSize = 1 << 12 }, "RingSize"},
+		{"payload", func(c *shm.Config) { c.PayloadSize = 100 }, "PayloadSize"},
+		{"regions", func(c *shm.Config) { c.MaxRegions = 3 }, "MaxRegions"},
+		{"job id", func(c *shm.Config) { c.Exchange = badJob{c.Exchange} }, "job id"},
+	} {
+		cfg := good()
+		c.edit(&cfg)
+		err := cfg.Validate()
+		if !errors.Is(err, shm.ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Validate() = %v, want ErrInvalidConfig about %s", c.name, err, c.want)
+		}
+		if _, err := shm.New(cfg); !errors.Is(err, shm.ErrInvalidConfig) {
+			t.Errorf("%s: New: %v, want ErrInvalidConfig", c.name, err)
+		}
+	}
+	if s := good().String(); !strings.Contains(s, "ring 524288") || !strings.Contains(s, "payload 8192") {
+		t.Errorf("String() = %s: the defaults are not shown", s)
+	}
+}
+
+// badJob is an exchange whose job id cannot be a file name.
+type badJob struct{ rdma.Exchange }
+
+func (badJob) JobID() string { return "../etc" }
+
+// TestLimits: Bind beyond MaxAddrs and Register beyond MaxRegions fail
+// with ErrLimit; a withdrawn registration frees its slot.
+func TestLimits(t *testing.T) {
+	pool := newPool(t, 512)
+	j := newJob(t, 2, 40, func(int) shm.Config { return shm.Config{Pool: pool, MaxAddrs: 32, MaxRegions: 4} })
+	if err := j.trs[0].Bind(34, &counter{pool: pool}, pool); !errors.Is(err, shm.ErrLimit) {
+		t.Errorf("Bind beyond MaxAddrs: %v, want ErrLimit", err)
+	}
+	if err := j.trs[0].Bind(1, &counter{pool: pool}, pool); !errors.Is(err, rdma.ErrNoPeer) {
+		t.Errorf("Bind of the other process's address: %v, want ErrNoPeer", err)
+	}
+	var rs []rdma.Region
+	for range 4 {
+		r, err := j.trs[0].Register(make([]byte, 8))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	if _, err := j.trs[0].Register(make([]byte, 8)); !errors.Is(err, shm.ErrLimit) {
+		t.Errorf("a fifth registration: %v, want ErrLimit", err)
+	}
+	if err := j.trs[0].Deregister(rs[1]); err != nil {
+		t.Fatal(err)
+	}
+	r, err := j.trs[0].Register(make([]byte, 8))
+	if err != nil {
+		t.Fatalf("Register after a Deregister: %v", err)
+	}
+	if r.Key == rs[1].Key {
+		t.Errorf("the new registration reuses the withdrawn key %d", r.Key)
+	}
+}
+
+// TestStaleSegment: New refuses to start over a segment file of the same
+// job (an earlier job with the same id left it), saying so, and leaves it.
+func TestStaleSegment(t *testing.T) {
+	ex := newMemJob(1)
+	stale := filepath.Join(shm.DefaultDir, fmt.Sprintf("fibermpi-%s-0", ex[0].JobID()))
+	if err := os.WriteFile(stale, nil, 0o600); err != nil {
+		t.Skipf("cannot write %s: %v", shm.DefaultDir, err)
+	}
+	defer os.Remove(stale)
+	_, err := shm.New(shm.Config{Exchange: ex[0], Layout: rdma.NewLayout(1)})
+	if err == nil || !strings.Contains(err.Error(), "exists already") {
+		t.Fatalf("New over a stale segment: %v", err)
+	}
+}
+
+// TestPeersDisagree: a process that lists a peer that does not list it
+// back fails with an error naming the disagreement.
+func TestPeersDisagree(t *testing.T) {
+	ex := newMemJob(3)
+	errs := make([]error, 3)
+	trs := make([]*shm.Transport, 3)
+	var wg sync.WaitGroup
+	peers := [][]int{{1, 2}, {0}, {0}} // 0 thinks 1 and 2 share a node; they do not think so of each other
+	for r := range 3 {
+		wg.Go(func() {
+			trs[r], errs[r] = shm.New(shm.Config{Exchange: ex[r], Layout: rdma.NewLayout(3), Peers: peers[r], RingSize: 64 << 10})
+		})
+	}
+	wg.Wait()
+	for _, tr := range trs {
+		if tr != nil {
+			tr.Close()
+		}
+	}
+	if errs[1] != nil || errs[2] != nil {
+		t.Fatalf("ranks 1 and 2 failed: %v, %v", errs[1], errs[2])
+	}
+	if errs[0] != nil {
+		t.Fatalf("rank 0 failed: %v", errs[0])
+	}
+	// 1 and 2 do not list each other, and 0 lists both: consistent. Now
+	// make 2 list 1 without 1 listing 2.
+	ex = newMemJob(3)
+	peers = [][]int{{1, 2}, {0}, {0, 1}}
+	for r := range 3 {
+		wg.Go(func() {
+			trs[r], errs[r] = shm.New(shm.Config{Exchange: ex[r], Layout: rdma.NewLayout(3), Peers: peers[r], RingSize: 64 << 10})
+		})
+	}
+	wg.Wait()
+	for _, tr := range trs {
+		if tr != nil {
+			tr.Close()
+		}
+	}
+	if errs[2] == nil || !strings.Contains(errs[2].Error(), "disagree") {
+		t.Fatalf("rank 2, listing a peer that does not list it: %v", errs[2])
+	}
+	if left, _ := filepath.Glob(filepath.Join(shm.DefaultDir, "fibermpi-"+ex[0].JobID()+"-*")); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+		for _, f := range left {
+			os.Remove(f)
+		}
+	}
+}
