@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fibermpi/fibermpi/fiber"
@@ -164,6 +165,9 @@ type watchdog struct {
 	// the same marked waits.
 	since time.Time
 	marks map[*fiber.Waiter]blockMark
+
+	// ticks counts the looks taken (tests wait on it).
+	ticks atomic.Int64
 }
 
 // blockMark is what a blocked caller waits on: a marked event or a Probe.
@@ -186,7 +190,9 @@ func (wd *watchdog) run() {
 		case <-wd.stop:
 			return
 		case now := <-t.C:
-			if d := wd.check(now); d != nil {
+			d := wd.check(now)
+			wd.ticks.Add(1)
+			if d != nil {
 				wd.p.fail(-1, d)
 				return
 			}
@@ -360,9 +366,10 @@ type Op struct {
 	Message    bool   // a queued message that no receive has matched
 	Context    uint32 // the communicator's context id
 	Collective bool   // traffic of a collective on the communicator
-	Peer       int    // the peer's rank in the communicator, AnySource, or −1 if unknown
+	World      bool   // the communicator is the caller's world
+	Peer       int    // the peer's rank in the communicator, or AnySource (receives)
 	PeerRank   int    // the peer's rank in the world, −1 if unknown or any
-	Tag        int    // AnyTag for any
+	Tag        int    // AnyTag for any (receives)
 	Bytes      int
 }
 
@@ -374,7 +381,7 @@ func (e *DeadlockError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "endpoint: deadlock: every rank has waited %v with nothing in flight", e.After.Round(time.Millisecond))
 	for _, w := range e.Waiting {
-		fmt.Fprintf(&b, "\n  rank %d: %s", w.Rank, w.Call)
+		fmt.Fprintf(&b, "\n  rank %d in %s:", w.Rank, w.Call)
 		for i, op := range w.Ops {
 			if i > 0 {
 				b.WriteString(";")
@@ -402,35 +409,41 @@ func (e *DeadlockError) Error() string {
 func (o Op) String() string {
 	var b strings.Builder
 	switch {
-	case o.Message:
-		b.WriteString("a message from ")
 	case o.Send:
 		b.WriteString("send to ")
+	case o.Message:
+		b.WriteString("a message from ")
 	default:
 		b.WriteString("receive from ")
 	}
 	switch {
-	case o.Peer == AnySource:
+	case !o.Send && o.Peer == AnySource:
 		b.WriteString("any rank")
 	case o.PeerRank >= 0:
 		fmt.Fprintf(&b, "rank %d", o.PeerRank)
-	case o.Peer >= 0:
+	case !o.Send:
 		fmt.Fprintf(&b, "rank %d of the communicator", o.Peer)
 	default:
 		b.WriteString("an unknown rank")
 	}
-	if !o.Send || o.Message {
-		if o.Tag == AnyTag {
+	if !o.Send {
+		switch {
+		case o.Tag == AnyTag:
 			b.WriteString(", any tag")
-		} else if o.Collective {
+		case o.Collective:
 			fmt.Fprintf(&b, ", collective #%d", o.Tag)
-		} else {
+		default:
 			fmt.Fprintf(&b, ", tag %d", o.Tag)
 		}
-		if o.Collective {
-			fmt.Fprintf(&b, ", a collective on communicator %d", o.Context-1)
-		} else {
-			fmt.Fprintf(&b, ", communicator %d", o.Context)
+		switch {
+		case o.Collective && o.World:
+			b.WriteString(", in a collective on the world")
+		case o.Collective:
+			fmt.Fprintf(&b, ", in a collective on communicator %d", o.Context-1)
+		case o.World:
+			b.WriteString(", on the world")
+		default:
+			fmt.Fprintf(&b, ", on communicator %d", o.Context)
 		}
 	}
 	fmt.Fprintf(&b, " (%d bytes)", o.Bytes)
@@ -477,13 +490,7 @@ func (p *Process) report(callers []*caller) *DeadlockError {
 		at[c] = pd
 		world := k.h.world
 		keyOp := func(key match.Key, bytes int) Op {
-			op := Op{Context: key.Context(), Collective: key.Context()&1 == 1, Peer: int(key.Source()), PeerRank: -1, Tag: int(key.Tag()), Bytes: bytes}
-			if op.Peer != AnySource {
-				if m := members(c, world, op.Context); op.Peer < len(m) {
-					op.PeerRank = rankOf(world, m[op.Peer])
-				}
-			}
-			return op
+			return recvOp(key.Context(), int(key.Source()), int(key.Tag()), bytes, world, members(c, world, key.Context()))
 		}
 		c.table.Range(func(key match.Key, m *packet.Packet, r *Request) bool {
 			if r != nil {
@@ -504,7 +511,8 @@ func (p *Process) report(callers []*caller) *DeadlockError {
 			if _, queued := pd.ops[r]; queued || r.kind != reqSend {
 				continue
 			}
-			pd.ops[r] = Op{Send: true, Peer: -1, PeerRank: rankOf(world, r.peer), Tag: -1, Bytes: len(r.buf)}
+			pr := rankOf(world, r.peer)
+			pd.ops[r] = Op{Send: true, Peer: pr, PeerRank: pr, Bytes: len(r.buf)}
 		}
 		c.rvMu.Unlock()
 	}
@@ -520,6 +528,10 @@ func (p *Process) report(callers []*caller) *DeadlockError {
 			if r.ev.Armed() == k.waiter {
 				w.Ops = append(w.Ops, op)
 			}
+		}
+		if pw := k.probing.Load(); pw != nil {
+			world := k.h.world
+			w.Ops = append(w.Ops, recvOp(pw.c.Context, pw.src, pw.tag, 0, world, pw.c.Addrs))
 		}
 		slices.SortFunc(w.Ops, func(a, b Op) int { return a.PeerRank - b.PeerRank })
 		for _, op := range w.Ops {
@@ -547,6 +559,17 @@ func (p *Process) report(callers []*caller) *DeadlockError {
 	slices.Sort(d.Idle)
 	d.Cycle = findCycle(edges)
 	return d
+}
+
+// recvOp describes a receive (or a probe, or a queued message) on the
+// communicator of context ctx whose ranks are members, for the caller of
+// world.
+func recvOp(ctx uint32, src, tag, bytes int, world Comm, members []rdma.Addr) Op {
+	op := Op{Context: ctx, Collective: ctx&1 == 1, World: ctx&^1 == world.Context, Peer: src, PeerRank: -1, Tag: tag, Bytes: bytes}
+	if src >= 0 && src < len(members) {
+		op.PeerRank = slices.Index(world.Addrs, members[src])
+	}
+	return op
 }
 
 // call names the blocking call k is in, as far as the watchdog knows.
