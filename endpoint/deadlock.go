@@ -439,11 +439,11 @@ func (o Op) String() string {
 		case o.Collective && o.World:
 			b.WriteString(", in a collective on the world")
 		case o.Collective:
-			fmt.Fprintf(&b, ", in a collective on communicator %d", o.Context-1)
+			fmt.Fprintf(&b, ", in a collective on the communicator of context %d", o.Context-1)
 		case o.World:
 			b.WriteString(", on the world")
 		default:
-			fmt.Fprintf(&b, ", on communicator %d", o.Context)
+			fmt.Fprintf(&b, ", on the communicator of context %d", o.Context)
 		}
 	}
 	fmt.Fprintf(&b, " (%d bytes)", o.Bytes)

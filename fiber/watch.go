@@ -108,6 +108,7 @@ type stuckWatch struct {
 	report func(StuckFiber)
 	stop   chan struct{}
 	done   chan struct{}
+	looks  atomic.Int64 // tracebacks taken (tests)
 }
 
 // WatchStuck starts a monitor that reports, through report, every fiber
@@ -189,6 +190,7 @@ func (sw *stuckWatch) run(s *Scheduler) {
 			}
 			look[i] *= 2
 			sf, ok := findStuck(w.hb.gid.Load())
+			sw.looks.Add(1)
 			if !ok || reported[sf.Goroutine] {
 				continue
 			}
