@@ -325,3 +325,54 @@ func sizeName(n int) string {
 	}
 	return strconv.Itoa(n) + "B"
 }
+
+// BenchmarkParallelSend: every goroutine of b.RunParallel sends 8-byte
+// packets to the other process, through the one ring between the two (the
+// senders take turns with the ring's spinlock); a third goroutine
+// consumes. Compare with BenchmarkMessageRate's single sender.
+func BenchmarkParallelSend(b *testing.B) {
+	j, pool := benchPair(b, shm.DefaultRingSize, false)
+	if err := j.trs[0].Bind(0, &flag{pool: pool}, pool); err != nil {
+		b.Fatal(err)
+	}
+	var got atomic.Int64
+	if err := j.trs[1].Bind(1, rdmaFunc(func(w int, pk *packet.Packet) { got.Add(1); pool.Put(w, pk) }), pool); err != nil {
+		b.Fatal(err)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !stop.Load() {
+			j.trs[1].Progress(packet.NoWorker)
+		}
+	})
+	var sent atomic.Int64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			pk := pool.Get(packet.NoWorker)
+			for pk == nil {
+				pk = pool.Get(packet.NoWorker)
+			}
+			pk.SetLen(8)
+			for {
+				err := j.trs[0].Send(packet.NoWorker, 1, pk)
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, rdma.ErrAgain) {
+					b.Error(err)
+					return
+				}
+				runtime.Gosched()
+			}
+			sent.Add(1)
+		}
+	})
+	for got.Load() < sent.Load() {
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mmsg/s")
+	stop.Store(true)
+	wg.Wait()
+}
