@@ -49,8 +49,8 @@ func newCore(p *Process, addr rdma.Addr, level ThreadLevel, mcfg match.Config) (
 		return nil, err
 	}
 	c := &core{p: p, addr: addr, level: level, table: t, rv: make(map[uint64]*Request)}
-	if p.local == nil {
-		c.off = newOffers()
+	if p.local == nil || p.procs > 1 {
+		c.off = newOffers() // some peers are reached only by packets
 	}
 	if err := p.tr.Bind(addr, c, p.pool); err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func (c *core) getPacket(w int, waiter *fiber.Waiter) *packet.Packet {
 		if pk := c.p.pool.Get(w); pk != nil {
 			return pk
 		}
-		c.p.tr.Progress(w)
+		c.p.progress(w)
 		c.p.pause(waiter)
 	}
 }
@@ -93,7 +93,7 @@ func (c *core) getPacket(w int, waiter *fiber.Waiter) *packet.Packet {
 // It stamps the packet with this endpoint's address.
 func (c *core) send(w int, to rdma.Addr, pk *packet.Packet) error {
 	pk.From = uint32(c.addr)
-	if err := c.p.tr.Send(w, to, pk); err != nil {
+	if err := c.p.post(w, to, pk); err != nil {
 		c.p.pool.Put(w, pk)
 		return fmt.Errorf("endpoint: send to %d: %w", to, err)
 	}
@@ -116,7 +116,7 @@ func (c *core) Receive(w int, pk *packet.Packet) {
 		if ok {
 			c.matched(w, r, pk)
 		}
-		if c.off != nil {
+		if c.p.remote(from) {
 			c.off.counted(from) // after matching: see offer.go
 		}
 	case packet.KindRTR:

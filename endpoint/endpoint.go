@@ -278,22 +278,21 @@ func (e *Endpoint) isEager(data []byte, sync bool) bool {
 //   - the message is eager: a packet carries it.
 func (e *Endpoint) quick(c Comm, me, dst, tag int, data []byte, sync bool) (bool, error) {
 	to := c.Addrs[dst]
-	if l := e.c.p.local; l != nil {
+	if e.c.p.remote(to) {
+		if off, ok := e.c.off.route(to, c.Context, int32(tag)); ok {
+			return true, e.putOffered(to, off, data)
+		}
+	} else {
 		peer := e.peer
 		if peer == nil || e.peerAddr != to {
 			peer = nil
-			if r, err := l.Peer(to); err == nil {
+			if r, err := e.c.p.local.Peer(to); err == nil {
 				peer, _ = r.(*core)
 			}
 			e.peer, e.peerAddr = peer, to
 		}
 		if peer != nil && peer.deliverDirect(c.Context, int32(me), int32(tag), data) {
 			return true, nil
-		}
-	}
-	if e.c.off != nil {
-		if off, ok := e.c.off.route(to, c.Context, int32(tag)); ok {
-			return true, e.putOffered(to, off, data)
 		}
 	}
 	if !e.isEager(data, sync) {
@@ -434,7 +433,7 @@ func (e *Endpoint) Probe(c Comm, src, tag int) (Status, error) {
 		if err != nil || ok {
 			return st, err
 		}
-		e.c.p.tr.Progress(e.worker)
+		e.c.p.progress(e.worker)
 		e.c.p.pause(e.waiter)
 	}
 }

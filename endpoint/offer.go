@@ -227,10 +227,13 @@ type pendingOffer struct {
 // need not lose Cancel for nothing). It reports false if r is not to be
 // offered.
 func (e *Endpoint) offerBuffer(c Comm, src, tag int, r *Request) (pendingOffer, bool) {
-	if e.c.off == nil || e.c.level == ThreadMultiple || src == AnySource || tag == AnyTag || len(r.buf) == 0 || e.Eager(len(r.buf)) {
+	if e.c.level == ThreadMultiple || src == AnySource || tag == AnyTag || len(r.buf) == 0 || e.Eager(len(r.buf)) {
 		return pendingOffer{}, false
 	}
 	to := c.Addrs[src]
+	if !e.c.p.remote(to) {
+		return pendingOffer{}, false // the sender fills the receive itself
+	}
 	count := e.c.off.arrivedFrom(to)
 	region, err := e.c.p.tr.Register(r.buf)
 	if err != nil {

@@ -164,9 +164,10 @@ func TestOfferStale(t *testing.T) {
 // and stale and are withdrawn, and every message must arrive once, in order.
 func TestOfferStress(t *testing.T) {
 	const n, window = 400, 4
-	for _, lim := range []int{-1, 0} {
-		t.Run(fmt.Sprintf("eager=%d", lim), func(t *testing.T) {
-			opts := Options{Workers: 2, EagerLimit: lim, Transport: &queued{Transport: inproc.New()}}
+	for _, c := range []struct{ lim, qlim int }{{-1, 0}, {0, 0}, {0, 3}} {
+		lim := c.lim
+		t.Run(fmt.Sprintf("eager=%d/queue=%d", lim, c.qlim), func(t *testing.T) {
+			opts := Options{Workers: 2, EagerLimit: lim, Transport: &queued{Transport: inproc.New(), limit: c.qlim}}
 			var offers *offers
 			err := RunWith(ThreadSingle, opts, 2, func(ep *Endpoint) error {
 				w := ep.World()
