@@ -6,11 +6,11 @@ import "fmt"
 func (t *Transport) RingsString() string {
 	s := fmt.Sprintf("rank %d:", t.rank)
 	for _, ir := range t.in {
-		s += fmt.Sprintf(" in[from %d] head %d pending %v queued %d;", ir.from, ir.ctl.head.Load(), ir.pending(), ir.queued.Load())
+		s += fmt.Sprintf(" in[from %d] head %d tail %d queued %d;", ir.from, ir.ctl.head.Load(), ir.ctl.tail.Load(), ir.queued.Load())
 	}
 	for _, o := range t.out {
 		if o != nil {
-			s += fmt.Sprintf(" out[to %d] head %d;", o.proc, o.ctl.head.Load())
+			s += fmt.Sprintf(" out[to %d] tail %d head %d;", o.proc, o.ctl.tail.Load(), o.ctl.head.Load())
 		}
 	}
 	return s

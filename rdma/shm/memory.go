@@ -289,8 +289,9 @@ func (t *Transport) putCopy(o *outRing, r rdma.Region, off uint64, src []byte) e
 			le.PutUint64(rec[fRegAddr:], r.Addr)
 			le.PutUint64(rec[fRegLen:], r.Len)
 			le.PutUint64(rec[fOff:], off)
+			putHead(rec, recPut, r.Key, n)
 			copy(rec[headSize:], src[:n])
-			o.commit(at, uint64(size), putHead(rec, recPut, r.Key, n))
+			o.publish(uint64(size))
 		}
 		o.mu.unlock()
 		if !ok {
@@ -432,7 +433,8 @@ func (t *Transport) getCopy(o *outRing, r rdma.Region, off uint64, dst []byte) e
 			le.PutUint64(rec[fOff:], off)
 			le.PutUint64(rec[fN:], uint64(len(dst)))
 			le.PutUint64(rec[fReqID:], id)
-			o.commit(at, size, putHead(rec, recGetReq, r.Key, 0))
+			putHead(rec, recGetReq, r.Key, 0)
+			o.publish(size)
 		}
 		o.mu.unlock()
 		if ok {
@@ -516,8 +518,9 @@ func (t *Transport) answer(s *getServe) (records int, done bool) {
 			rec := o.data[at : at+size]
 			le.PutUint64(rec[fReqID:], s.id)
 			le.PutUint64(rec[fOff:], s.sent)
+			putHead(rec, recGetData, status, int(n))
 			copy(rec[headSize:], data)
-			o.commit(at, size, putHead(rec, recGetData, status, int(n)))
+			o.publish(size)
 		}
 		o.mu.unlock()
 		t.regs.mu.RUnlock()

@@ -8,16 +8,16 @@ import (
 )
 
 // The race detector tracks only memory of the Go heap and data: the
-// atomic commit words in the shared mapping order a producer's writes
+// atomics on ring indices in the shared mapping order a producer's writes
 // before a consumer's reads, but the detector does not see them, and
 // reports copies that the rings order (a copied Put applied by one
 // goroutine, read by the test that sent it) as races. In race builds
 // every ring has a word on the Go heap besides, shared by the producer and
 // the consumer of the ring when they live in one process (the tests that
 // run several transports in one process): the producer Adds to it before
-// it Stores a commit word, the consumer Loads it after it Loaded one,
-// which shows the detector the edge the ring makes. Between processes it
-// is never shared and does nothing.
+// it publishes (Stores tail), the consumer Loads it after it Loads tail, which shows
+// the detector the edge the ring makes. Between processes it is never
+// shared and does nothing.
 
 type raceKey struct {
 	dev, ino uint64

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"runtime"
 	"sync/atomic"
-	"unsafe"
 
 	"golang.org/x/sys/cpu"
 
@@ -22,28 +21,14 @@ import (
 //	            the payload
 //	the others  the fields below (fLen is the data length), then data
 //
-// The head's last 8 bytes, from offCommit, are the record's commit word,
-// the one word of a record written atomically. Over bytes the packet
-// header leaves as zero padding it holds
+// and in every head, over bytes the packet header leaves as zero padding,
 //
 //	offWord1 (uint32)  recPacket: destination address; recPut, recGetReq:
 //	                   registration key; recGetData: status
-//	offType  (byte)    the record's type; 0: no record (yet)
+//	offType  (byte)    the record's type
 //
-// and for a packet the header's own bytes there (kind and flags). An
-// 8-byte message is one 64-byte line. TestHeaderWire checks the facts of
-// packet's wire layout this relies on.
-//
-// Publication. There is no shared tail: the producer writes a record's
-// bytes, then Stores its commit word; the consumer Loads the commit word
-// at its position and reads the record only if the type is set. Before it
-// commits a record, the producer zeroes the commit word of the slot right
-// after it (free space: reserve keeps a line of margin), so that when the
-// consumer gets there it finds 0 until the next record is committed, never
-// a record of the ring's previous lap. The consumer's only shared write is
-// head, once per batch, which the producer reads only when its cached copy
-// says the ring is full. A message thus moves one cache line from producer
-// to consumer (two for a tail-indexed ring: the tail's and the record's).
+// An 8-byte message is one 64-byte line. TestHeaderWire checks the two
+// facts of packet's wire layout this relies on.
 const (
 	recPacket  = 1  // a packet for the address in word 1
 	recPut     = 2  // bytes of a copied Put into registration word 1
@@ -53,26 +38,10 @@ const (
 
 	headSize     = packet.HeaderWireSize
 	offPacketLen = 12 // the payload length in packet.EncodeHeader's layout
-	offCommit    = 48
 	offWord1     = 50
 	offType      = 55
 	recAlign     = 64
 )
-
-// commitOf returns the commit word of a record of type typ with word 1
-// w1; packet records also carry the header's bytes at offCommit (h).
-func commitOf(typ int, w1 uint32, h uint16) uint64 {
-	return uint64(typ)<<56 | uint64(w1)<<16 | uint64(h)
-}
-
-// commitAt returns the commit word of the record at off of data.
-func commitAt(data []byte, off uint64) *atomic.Uint64 {
-	// Safety: off is a multiple of recAlign inside data (positions are
-	// masked by the ring size, a multiple of recAlign), so the 8 bytes
-	// at off+offCommit are in data and 8-byte aligned (data starts on a
-	// page). The ring memory holds no Go pointers.
-	return (*atomic.Uint64)(unsafe.Pointer(&data[off+offCommit]))
-}
 
 // Fields of the heads of recPut, recGetReq and recGetData (byte offsets).
 const (
@@ -99,11 +68,12 @@ func recordSize(n int) int { return (headSize + n + recAlign - 1) &^ (recAlign -
 // bytes takes in a queue.
 func queuedSize(n int) int { return (headSize + n + 7) &^ 7 }
 
-// putHead writes the data length of a record other than a packet and
-// returns its commit word.
-func putHead(rec []byte, typ int, word1 uint32, n int) uint64 {
+// putHead writes the type, word 1 and data length of a record other than
+// a packet.
+func putHead(rec []byte, typ int, word1 uint32, n int) {
 	le.PutUint32(rec[fLen:], uint32(n))
-	return commitOf(typ, word1, 0)
+	le.PutUint32(rec[offWord1:], word1)
+	rec[offType] = byte(typ)
 }
 
 // spinlock is a lock for sections of a few hundred nanoseconds that never
@@ -144,7 +114,7 @@ type outRing struct {
 	mu spinlock
 	// Under mu.
 	dead      bool   // Close has run: the memory is gone
-	tail      uint64 // the producer's position: where the next record goes
+	tail      uint64 // the producer's position (ctl.tail is its published copy)
 	headCache uint64 // the last ctl.head seen: room is known without reading it
 	_         cpu.CacheLinePad
 
@@ -172,21 +142,21 @@ func newOutRing(seg *segment, ring int, proc, pid int) *outRing {
 	o.pidfd.Store(-1)
 	o.chunk = len(data)/4 - headSize
 	o.raceSync = raceSyncFor(seg.dev, seg.ino, ring)
-	// The ring is new: the consumer is at 0 and every commit word is 0.
+	// The consumer may have run before (it never has: the ring is new),
+	// but start from what the ring says, not from zero.
+	o.tail = ctl.tail.Load()
 	o.headCache = ctl.head.Load()
-	o.tail = o.headCache
 	return o
 }
 
 // reserve finds room for a record of size bytes (a multiple of recAlign)
-// and returns its offset in data, committing a skip record first if it
-// does not fit before the end. Room includes a line of margin after the
-// record, for the commit word commit zeroes. It reports false if the ring
-// is too full. The caller holds mu, writes the record and commits it.
+// and returns its offset in data, writing a skip record first if it does
+// not fit before the end. It reports false if the ring is too full. The
+// caller holds mu and publishes with publish.
 func (o *outRing) reserve(size uint64) (uint64, bool) {
 	pos := o.tail
 	off := pos & o.mask
-	need := size + recAlign
+	need := size
 	rem := o.size - off
 	if size > rem {
 		need += rem // skip to the start
@@ -198,43 +168,40 @@ func (o *outRing) reserve(size uint64) (uint64, bool) {
 		}
 	}
 	if size > rem {
-		o.commit(off, rem, commitOf(recSkip, 0, 0))
+		o.data[off+offType] = recSkip
+		o.tail += rem
 		off = 0
 	}
 	return off, true
 }
 
-// commit publishes the record of size bytes at off, whose other bytes are
-// written, with its commit word c, and moves the producer past it. It
-// first zeroes the commit word of the next slot (free space: nobody reads
-// it until a later commit publishes it). The Store is the release that
-// the consumer's Load of the commit word pairs with: the record's bytes
-// and the zeroed word are written before it.
-func (o *outRing) commit(off, size, c uint64) {
-	le.PutUint64(o.data[(off+size)&o.mask+offCommit:], 0)
-	if o.raceSync != nil {
-		o.raceSync.Add(1) // before the Store: a consumer that sees the commit acquires this
-	}
-	commitAt(o.data, off).Store(c)
+// publish makes the records written since the last publish, ending with
+// one of size bytes, visible to the consumer. The Store is the release
+// that the consumer's Load of tail pairs with: every byte of the records
+// is written before it.
+func (o *outRing) publish(size uint64) {
 	o.tail += size
+	if o.raceSync != nil {
+		o.raceSync.Add(1) // before the Store: a consumer that sees tail acquires this
+	}
+	o.ctl.tail.Store(o.tail)
 }
 
 // wake wakes the receiver's sleeping goroutines, if there are any. It
-// runs after commit: see Sleep.
+// runs after publish: see doc.go, "Sleeping".
 func (o *outRing) wake() {
 	if o.seg.hdr.waiters.Load() != 0 {
 		wakeAll(o.seg.hdr)
 	}
 }
 
-// writePacket writes and commits pk's record for address to at off.
+// writePacket writes pk's record for address to at off.
 func (o *outRing) writePacket(off uint64, size int, to rdma.Addr, pk *packet.Packet) {
 	rec := o.data[off : off+uint64(size)]
-	var h [headSize]byte
-	pk.EncodeHeader(h[:])
-	copy(rec[:offCommit], h[:offCommit])
+	pk.EncodeHeader(rec[:headSize])
+	le.PutUint32(rec[offWord1:], uint32(to))
+	rec[offType] = recPacket
 	copy(rec[headSize:], pk.Data())
-	o.commit(off, uint64(size), commitOf(recPacket, uint32(to), le.Uint16(h[offCommit:])))
 }
 
 // inRing is this process's consumer side of one ring of its segment.
@@ -256,6 +223,7 @@ type inRing struct {
 	dead      bool
 	head      uint64 // the consumer's position (ctl.head is its published copy)
 	published uint64 // the last head Stored
+	tailCache uint64 // the last ctl.tail seen
 	queue     []byte // packet records drained by a waiting Put or Get, in ring order
 	qhead     int
 	// queued is the number of records in queue: changed under take,
@@ -286,28 +254,33 @@ func newInRing(seg *segment, ring, from int) *inRing {
 	ir.raceSync = raceSyncFor(seg.dev, seg.ino, ring)
 	ir.head = ctl.head.Load()
 	ir.published = ir.head
+	ir.tailCache = ir.head
 	return ir
 }
 
 // peekRing returns the next record of the ring: its bytes (padding
-// included), type, data length and word 1. It reports ok false when no
-// record is committed there, and corrupt true (with ok false) for bytes
-// that are no record. The caller holds take.
+// included), type, data length and word 1. It reports ok false when the
+// ring is empty, and corrupt true (with ok false) for bytes that are no
+// record. The caller holds take.
 func (ir *inRing) peekRing() (rec []byte, typ, n int, word1 uint32, ok, corrupt bool) {
 	for {
+		if ir.head == ir.tailCache {
+			// The Load is the acquire that pairs with the producer's
+			// Store in publish: the records up to it are complete.
+			ir.tailCache = ir.ctl.tail.Load()
+			if ir.raceSync != nil {
+				ir.raceSync.Load()
+			}
+			if ir.head == ir.tailCache {
+				return nil, 0, 0, 0, false, false
+			}
+		}
+		if ir.tailCache-ir.head > ir.size {
+			return nil, 0, 0, 0, false, true
+		}
 		off := ir.head & ir.mask
-		// The Load is the acquire that pairs with the producer's Store
-		// in commit: the record's bytes are written.
-		c := commitAt(ir.data, off).Load()
-		typ = int(c >> 56)
-		if typ == 0 {
-			return nil, 0, 0, 0, false, false
-		}
-		if ir.raceSync != nil {
-			ir.raceSync.Load()
-		}
 		head := ir.data[off : off+headSize]
-		switch typ {
+		switch typ = int(head[offType]); typ {
 		case recSkip:
 			ir.head += ir.size - off
 			continue
@@ -319,10 +292,11 @@ func (ir *inRing) peekRing() (rec []byte, typ, n int, word1 uint32, ok, corrupt 
 			return nil, 0, 0, 0, false, true
 		}
 		size := uint64(recordSize(n))
-		if size > ir.size-off {
+		if size > ir.size-off || ir.head+size > ir.tailCache {
 			return nil, 0, 0, 0, false, true
 		}
-		return ir.data[off : off+size], typ, n, uint32(c >> 16), true, false
+		rec = ir.data[off : off+size]
+		return rec, typ, n, le.Uint32(head[offWord1:]), true, false
 	}
 }
 
@@ -357,9 +331,7 @@ func (ir *inRing) publishHead() {
 }
 
 // pending reports whether the ring or the queue may hold a record. It
-// takes no lock (Progress, Sleep): it looks at the commit word at the
-// published head, which is the next record's, or one already consumed
-// while a batch is under way (then it errs towards true).
+// takes no lock (Sleep).
 func (ir *inRing) pending() bool {
-	return ir.queued.Load() != 0 || commitAt(ir.data, ir.ctl.head.Load()&ir.mask).Load()>>56 != 0
+	return ir.queued.Load() != 0 || ir.ctl.tail.Load() != ir.ctl.head.Load()
 }

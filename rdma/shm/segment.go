@@ -26,7 +26,7 @@ import (
 //
 // Every section starts on a page. The owner writes the header, the ring
 // table and the zeroed rings before the first fence; peers read them only
-// after it, and write only the rings they produce into (records).
+// after it, and write only the rings they produce into (records and tail).
 const (
 	segMagic   = 0x3168_6d73_6970_6d66 // "fmpishm1", little-endian
 	segVersion = 1
@@ -56,8 +56,8 @@ type segHeader struct {
 
 	_ cpu.CacheLinePad
 	// waiters counts the owner's goroutines in Sleep (Add by the sleeper
-	// before it re-checks its rings, Load by a producer after it commits
-	// a record: see Sleep).
+	// before it re-checks its rings, Load by a producer after it
+	// publishes a record: see doc.go, "Sleeping").
 	waiters atomic.Uint32
 	// seq is the futex word: a producer that saw waiters != 0 adds one
 	// and wakes every waiter; a sleeper waits while it holds the value it
@@ -66,15 +66,19 @@ type segHeader struct {
 	_   cpu.CacheLinePad
 }
 
-// ringCtl holds the consumer's index of one ring, on a cache line of its
-// own: a position in bytes since the ring was made, never wrapped (a
-// record is at position % RingSize). The producer's index is not shared:
-// records carry commit words instead (ring.go).
+// ringCtl holds the two indices of one ring, each on its own cache line:
+// positions in bytes since the ring was made, never wrapped (a record is
+// at position % RingSize).
 type ringCtl struct {
 	_ cpu.CacheLinePad
+	// tail is the end of the published records: Stored by the producer
+	// (under its send lock) after it wrote them, Loaded by the consumer
+	// before it reads them.
+	tail atomic.Uint64
+	_    cpu.CacheLinePad
 	// head is the end of the records consumed: Stored by the consumer
 	// after it copied them out, Loaded by the producer before it writes
-	// over them (only when its cached copy says the ring is full).
+	// over them.
 	head atomic.Uint64
 	_    cpu.CacheLinePad
 }

@@ -24,17 +24,16 @@ const (
 // (a wake-up meant for another sleeper, a signal).
 //
 // The lost wake-up argument (see also the package documentation): the
-// sleeper reads seq, adds itself to waiters and then looks at its rings'
-// commit words; a producer Stores its record's commit word and then
-// Loads waiters. All are sequentially consistent atomic operations on
-// shared memory (XCHG, LOCK XADD and plain loads on amd64, where the
-// locked instructions are full barriers), so at least one of the two sees
-// the other's write: either the sleeper finds the record and does not
-// wait, or the producer finds the waiter, bumps seq and calls FUTEX_WAKE.
-// The sleeper waits only while seq still holds the value it read before
-// adding itself, which the kernel checks atomically with queueing it: a
-// bump before the wait makes the wait return at once, a bump after it
-// comes with a wake-up.
+// sleeper adds itself to waiters and then looks at its rings; a producer
+// publishes its record (tail) and then looks at waiters. Both are
+// sequentially consistent atomic operations on shared memory (XCHG / LOCK
+// XADD on amd64, full barriers), so at least one of the two sees the
+// other's write: either the sleeper finds the record and does not wait, or
+// the producer finds the waiter, bumps seq and calls FUTEX_WAKE. The
+// sleeper waits only while seq still holds the value it read before adding
+// itself, which the kernel checks atomically with queueing it: a bump
+// before the wait makes the wait return at once, a bump after it comes
+// with a wake.
 func (t *Transport) Sleep(max time.Duration) {
 	if max <= 0 || t.closed.Load() {
 		return

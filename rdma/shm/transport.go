@@ -460,6 +460,7 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 		return rdma.ErrAgain
 	}
 	o.writePacket(off, size, to, pk)
+	o.publish(uint64(size))
 	o.mu.unlock()
 	o.wake()
 	pool.Put(w, pk)
@@ -591,7 +592,7 @@ func (t *Transport) corrupt(ir *inRing) {
 	if t.closed.Load() {
 		return
 	}
-	panic(fmt.Sprintf("shm: corrupt record in the ring from process %d at position %d", ir.from, ir.head))
+	panic(fmt.Sprintf("shm: corrupt record in the ring from process %d at position %d (tail %d)", ir.from, ir.head, ir.tailCache))
 }
 
 // drain moves every record of every ring into the rings' queues (the
