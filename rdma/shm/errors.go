@@ -35,4 +35,3 @@ func (e *PeerError) Error() string { return fmt.Sprintf("shm: process %d: %v", e
 
 // Unwrap returns Err.
 func (e *PeerError) Unwrap() error { return e.Err }
-

@@ -63,7 +63,6 @@ const (
 
 var le = binary.LittleEndian
 
-
 // queuedSize returns the bytes a drained packet record with n payload
 // bytes takes in a queue.
 func queuedSize(n int) int { return (headSize + n + 7) &^ 7 }
