@@ -31,6 +31,7 @@ type PeerError struct {
 	Err  error
 }
 
+// Error describes the failure and names the process.
 func (e *PeerError) Error() string { return fmt.Sprintf("shm: process %d: %v", e.Rank, e.Err) }
 
 // Unwrap returns Err.

@@ -194,6 +194,8 @@ func New(cfg Config) (*Transport, error) {
 		}
 		return nil, err
 	}
+	// Safety: the probe word's address goes to peers as a number; t
+	// keeps the word alive and the Go heap does not move it.
 	info := peerInfo{
 		pid: h.pid, probe: uint64(uintptr(unsafe.Pointer(t.probe))), nonce: *t.probe,
 		payload: uint64(cfg.PayloadSize), forceCopy: cfg.ForceCopy, name: name,
@@ -290,6 +292,8 @@ func (t *Transport) connect(p int) (*outRing, error) {
 // attach works between the two (ptrace scope, containers, pid namespaces).
 func probe(pid int, addr, nonce uint64) bool {
 	var got uint64
+	// Safety: the kernel writes at most the 8 bytes of got, during the
+	// call.
 	local := []unix.Iovec{{Base: (*byte)(unsafe.Pointer(&got)), Len: 8}}
 	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: 8}}
 	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
