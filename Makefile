@@ -3,10 +3,14 @@
 #   make test        vet, gofmt check, tests with -race, tests with -tags invariants
 #   make bench       every benchmark, -count 6, output in bench.txt (benchstat it)
 #   make fuzz-smoke  every fuzz target for FUZZTIME (default 10s) each
-#   make lint        vet, gofmt, staticcheck (installed on first use)
+#   make lint        vet, gofmt, go mod verify, staticcheck, govulncheck
+#   make docs        the documentation as pkg.go.dev shows it, on DOCS_ADDR
+#   make docs-check  render every package page offline and check it
 #   make bench-mpi   OSU-method benchmarks: fibermpi vs MPICH vs Open MPI, ROUNDS
 #                    (6) interleaved rounds, summary in bench-mpi.txt
 #   make bench-mpi-quick  the same at 8 B and 1 MiB only, in bench-mpi-quick.txt
+#
+# The tools are pinned by the tool lines of go.mod and run with go tool.
 
 GO        ?= go
 PKGS      ?= ./...
@@ -17,7 +21,8 @@ COUNT     ?= 6
 # race detector runs on all of them.
 RACEFLAGS ?= -race
 
-.PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools bench-mpi bench-mpi-quick
+.PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools modverify staticcheck vulncheck docs docs-check \
+	bench-mpi bench-mpi-quick
 
 all: test
 
@@ -44,11 +49,36 @@ bench:
 fuzz-smoke:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz-smoke.sh
 
+# Builds every tool pinned in go.mod (go tool builds them on first use too).
 tools:
-	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest
+	$(GO) build tool
 
-lint: vet fmtcheck tools
-	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck $(PKGS)
+lint: vet fmtcheck modverify staticcheck vulncheck
+
+modverify:
+	$(GO) mod verify
+
+staticcheck:
+	$(GO) tool staticcheck $(PKGS)
+
+# Skipped with a loud message (not failed) when no vulnerability database can
+# be had; VULNCHECK_REQUIRED=1 makes that fail. See scripts/vulncheck.sh.
+vulncheck:
+	GO=$(GO) ./scripts/vulncheck.sh
+
+DOCS_ADDR ?= localhost:6060
+
+# pkgsite serving this module from the working tree, as pkg.go.dev would
+# render it. GOPRIVATE keeps it from asking outside services about the
+# module (it looks up deps.dev and codewiki.google for every page otherwise).
+docs:
+	GOPRIVATE=github.com/fibermpi/fibermpi $(GO) tool pkgsite -http $(DOCS_ADDR) .
+
+# Renders every package page with pkgsite and headless Chromium inside a
+# network namespace with only loopback, and checks each page. Needs root
+# (unshare); installs Debian's chromium when missing.
+docs-check:
+	GO=$(GO) ./scripts/docs-check.sh
 
 # Installs MPICH and Open MPI with apt-get if missing; see scripts/bench-mpi.sh.
 bench-mpi:

@@ -2,8 +2,9 @@
 // which millions of fibers, goroutines and processes communicate as MPI
 // ranks do, with typed communicators and request futures.
 //
-// This package holds no code; it is the tour of the model. The packages that
-// do the work are listed below, lowest first.
+// This package is the tour of the model, and it tells the release
+// (Version, VersionInfo). The packages that do the work are listed below,
+// lowest first.
 //
 // # Vocabulary
 //

@@ -73,7 +73,7 @@ func goBuildID(path string) (string, error) {
 func parseGoNote(note []byte, bo binary.ByteOrder) (int, []byte, error) {
 	const hdr = 12
 	if len(note) < hdr+4 {
-		return 0, nil, fmt.Errorf("Go build ID note of %d bytes", len(note))
+		return 0, nil, fmt.Errorf("a Go build ID note of %d bytes is too short", len(note))
 	}
 	namesz, descsz, typ := bo.Uint32(note), bo.Uint32(note[4:]), bo.Uint32(note[8:])
 	if namesz != 4 || typ != 4 || string(note[hdr:hdr+4]) != "Go\x00\x00" || uint64(descsz) > uint64(len(note)-hdr-4) || descsz == 0 {

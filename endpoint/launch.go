@@ -9,6 +9,7 @@ import (
 	"github.com/fibermpi/fibermpi/rdma"
 	"github.com/fibermpi/fibermpi/rdma/inproc"
 	"github.com/fibermpi/fibermpi/rdma/route"
+	"github.com/fibermpi/fibermpi/rdma/shm"
 )
 
 // Bootstrap is how a process learns the job it belongs to and exchanges
@@ -30,19 +31,49 @@ func DetectBootstrap() (Bootstrap, error) { return bootstrap.Detect() }
 // connect makes the process's transport: the in-process backend for a job
 // of one process; for several, a router (rdma/route) over the in-process
 // backend for this process's endpoints and, for every other process, the
-// backend that reaches it.
+// backend that reaches it: shared memory (rdma/shm) for the processes of
+// this node, which the bootstrap's host identities tell apart. A process
+// on another node is an error until a transport between nodes exists.
 func (p *Process) connect() (rdma.Transport, error) {
 	local := inproc.New()
 	if p.procs == 1 {
 		return local, nil
 	}
 	byProc := make([]rdma.Transport, p.procs)
-	if p.opts.Remote == nil {
-		return nil, fmt.Errorf("%w: no transport between processes is built into this binary", ErrJob)
-	}
-	for q := range byProc {
-		if q != p.rank {
-			byProc[q] = p.opts.Remote
+	if p.opts.Remote != nil {
+		for q := range byProc {
+			if q != p.rank {
+				byProc[q] = p.opts.Remote
+			}
+		}
+	} else {
+		hosts, err := p.hosts()
+		if err != nil {
+			return nil, err
+		}
+		var same, elsewhere []int
+		for q, h := range hosts {
+			switch {
+			case q == p.rank:
+			case h == hosts[p.rank]:
+				same = append(same, q)
+			default:
+				elsewhere = append(elsewhere, q)
+			}
+		}
+		// Every process takes part in shm.New's fences, with or without
+		// peers of its own node, so that none waits for another.
+		tr, err := shm.New(shm.Config{Exchange: p.boot, Layout: p.layout, Peers: same, PayloadSize: p.opts.PayloadSize})
+		if err != nil {
+			return nil, fmt.Errorf("%w: shared memory: %w", ErrJob, err)
+		}
+		if len(elsewhere) > 0 {
+			_ = tr.Close()
+			return nil, fmt.Errorf("%w: processes %v run on other nodes than process %d (%s); no transport between nodes is built yet",
+				ErrJob, elsewhere, p.rank, hosts[p.rank])
+		}
+		for _, q := range same {
+			byProc[q] = tr
 		}
 	}
 	r, err := route.New(p.rank, p.layout, local, byProc)
@@ -50,6 +81,26 @@ func (p *Process) connect() (rdma.Transport, error) {
 		return nil, fmt.Errorf("%w: %w", ErrJob, err)
 	}
 	return r, nil
+}
+
+// hosts exchanges the processes' host identities through the bootstrap.
+func (p *Process) hosts() ([]string, error) {
+	const key = "fibermpi/host"
+	if err := p.boot.Put(key, []byte(p.boot.Host())); err != nil {
+		return nil, fmt.Errorf("%w: publishing the host: %w", ErrJob, err)
+	}
+	if err := p.boot.Fence(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrJob, err)
+	}
+	hosts := make([]string, p.procs)
+	for q := range hosts {
+		h, err := p.boot.Get(q, key)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the host of process %d: %w", ErrJob, q, err)
+		}
+		hosts[q] = string(h)
+	}
+	return hosts, nil
 }
 
 // agree exchanges, for a collective endpoint creation, how many endpoints

@@ -19,10 +19,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 
+	"github.com/fibermpi/fibermpi"
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/internal/osu"
 )
@@ -91,8 +91,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		eager      = fs.Int("eager", 0, "eager limit in `bytes` (0: the default, 8 KiB; -1: every message by rendezvous)")
 		workers    = fs.Int("workers", 0, "fiber workers (0: GOMAXPROCS-1, at least 1)")
 		goroutines = fs.Bool("goroutines", false, "run each caller on a goroutine instead of a fiber")
-		version    = fs.Bool("version", false, "print the module version and exit")
+		version    = fs.Bool("version", false, "print the version of fibermpi and of the build, and exit")
 		help       = fs.Bool("h", false, "print this help")
+		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile to `file` (file.<pid> per process)")
 	)
 	if len(args) == 0 {
 		usage(fs, stderr)
@@ -117,8 +118,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		usage(fs, stdout)
 		return nil
 	case *version:
-		fmt.Fprintln(stdout, versionString())
-		return nil
+		return fibermpi.PrintVersion(stdout, "fmpi-osu")
 	case bench == "":
 		usage(fs, stderr)
 		return errUsage
@@ -144,7 +144,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	var opts osu.Options
 	opts.Goroutines = *goroutines
-	opts.Name = "fibermpi " + moduleVersion()
+	opts.Name = "fibermpi " + fibermpi.Version
 	opts.Endpoint.Workers = *workers
 	switch *progress {
 	case "idle":
@@ -162,42 +162,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 			opts.Endpoint.PayloadSize = *eager // a packet must hold an eager message
 		}
 	}
+	if *cpuprofile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%d", *cpuprofile, os.Getpid()))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	return osu.Run(cfg, opts, stdout)
-}
-
-// moduleVersion is the main module's version as the build recorded it
-// ("(devel)" for a build from a work tree without version control data).
-func moduleVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok || bi.Main.Version == "" {
-		return "(unknown)"
-	}
-	return bi.Main.Version
-}
-
-// versionString is -version's line: module version, VCS revision and
-// whether the tree was modified, and the Go toolchain.
-func versionString() string {
-	s := "fmpi-osu " + moduleVersion()
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		var rev, modified string
-		for _, kv := range bi.Settings {
-			switch kv.Key {
-			case "vcs.revision":
-				rev = kv.Value
-			case "vcs.modified":
-				modified = kv.Value
-			}
-		}
-		if rev != "" {
-			s += " (" + rev
-			if modified == "true" {
-				s += ", modified"
-			}
-			s += ")"
-		}
-	}
-	return s + " " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
 }
 
 // compare is `fmpi-osu compare [-baseline NAME] [-o FILE] DIR`.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fibermpi/fibermpi"
 	"github.com/fibermpi/fibermpi/internal/osu"
 	"go.uber.org/goleak"
 )
@@ -99,7 +100,7 @@ func TestHelpAndVersion(t *testing.T) {
 		}
 	}
 	out, _, err = runArgs("-version")
-	if err != nil || !strings.HasPrefix(out, "fmpi-osu ") || !strings.Contains(out, "go1.") {
+	if err != nil || !strings.HasPrefix(out, "fmpi-osu fibermpi "+fibermpi.Version+" (") || !strings.Contains(out, "go1.") {
 		t.Errorf("-version = %q, %v", out, err)
 	}
 }

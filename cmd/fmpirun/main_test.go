@@ -76,7 +76,7 @@ func TestCommand(t *testing.T) {
 		code int
 		out  string // a pattern the output must match
 	}{
-		{[]string{"-version"}, 0, `^fmpirun github.com/fibermpi/fibermpi \S+.* go1\.`},
+		{[]string{"-version"}, 0, `^fmpirun fibermpi v\S+ \(.*go1\.\S+ \S+/\S+\)\n$`},
 		{nil, 2, `need -n N`},
 		{[]string{"-n", "0", "true"}, 2, `usage: fmpirun -n N`},
 		{[]string{"-n", "2"}, 2, `need -n N`},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/internal/testenv"
 )
 
 // team runs the n fibers of one parallel run and collects their outcome: it
@@ -107,13 +108,13 @@ func (t *team) spawn(id int, body func(f *fiber.Fiber) error) {
 // begin holds fiber id at the start gate until all n fibers are set up; the
 // last to arrive starts the clock.
 func (t *team) begin(id int, w *fiber.Waiter) {
-	t.gate.wait(id, w, func() { t.cpuStart, t.start = cpuTime(), time.Now() })
+	t.gate.wait(id, w, func() { t.cpuStart, t.start = testenv.ProcessCPU(), time.Now() })
 }
 
 // stop records that a fiber has finished iterating; the last stops the clock.
 func (t *team) stop() {
 	if t.ended.Add(1) == int64(t.n) {
-		t.end, t.cpuEnd = time.Now(), cpuTime()
+		t.end, t.cpuEnd = time.Now(), testenv.ProcessCPU()
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/fibermpi/fibermpi"
 )
 
 func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -24,14 +26,15 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	n := fs.Int("n", 512, "grid size: n×n interior cells")
 	iters := fs.Int("iters", 200, "iterations (red sweep + black sweep); with -tol, the most to run")
 	tol := fs.Float64("tol", 0, "if > 0, stop at the first iteration whose residual (largest change of a cell) is below it")
-	ranks := fs.Int("ranks", 2, "mpi: ranks; hybrid and funneled: processes")
-	threads := fs.Int("threads", 2, "threads: fibers; hybrid and funneled: fibers per process")
+	ranks := fs.Int("ranks", 2, "mpi: ranks; hybrid and funneled: processes (at least 1)")
+	threads := fs.Int("threads", 2, "threads: fibers; hybrid and funneled: fibers per process (at least 1)")
 	eps := fs.Int("endpoints", 2, "hybrid: endpoints per process (1 or 2)")
 	workers := fs.Int("workers", 0, "fiber workers, i.e. OS threads (0: GOMAXPROCS)")
 	spin := fs.Duration("spin", 20*time.Microsecond, "how long an idle fiber worker spins before it sleeps (0: the fiber default, 1ms; short suits a shared machine)")
 	check := fs.Bool("check", true, "compare every grid with seq's, bit for bit (runs seq too)")
 	repeat := fs.Int("repeat", 1, "run each variant this many times, in rounds, and show the median time")
 	every := fs.Duration("progress", DefaultProgressEvery, "interval of progress lines on stderr during long runs (0: none)")
+	version := fs.Bool("version", false, "print the version of fibermpi and of the build, and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: redblack [flags]\n\nRed-black SOR (seed 004 §4.3) in every variant, checked against the sequential code.\n\nVariants:\n")
 		for _, v := range variants {
@@ -46,9 +49,26 @@ func cli(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	if *version {
+		if fibermpi.PrintVersion(stdout, "redblack") != nil {
+			return 1
+		}
+		return 0
+	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "redblack: unexpected arguments %q\n", fs.Args())
 		return 2
+	}
+	// Config takes a zero count as its default of 1; on the command line a
+	// count of 0 is more likely a slip, so it is refused as negatives are.
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"ranks", *ranks}, {"threads", *threads}, {"endpoints", *eps}} {
+		if c.v < 1 {
+			fmt.Fprintf(stderr, "redblack: -%s %d; need at least 1\n", c.name, c.v)
+			return 2
+		}
 	}
 	cfg := Config{Rows: *n, Cols: *n, Iters: *iters, Tol: *tol, Ranks: *ranks, Threads: *threads,
 		Endpoints: *eps, Workers: *workers, Spin: *spin}
@@ -81,8 +101,8 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg = cfg.withDefaults()
 
-	fmt.Fprintf(stdout, "red-black SOR on %d×%d cells, %s, %d fiber workers (idle spin %v)\n",
-		cfg.Rows, cfg.Cols, stopRule(cfg), cfg.Workers, cfg.Spin)
+	fmt.Fprintf(stdout, "red-black SOR on %d×%d cells, %s, %s (idle spin %v)\n",
+		cfg.Rows, cfg.Cols, stopRule(cfg), count(cfg.Workers, "fiber worker"), cfg.Spin)
 	var ref *Result
 	status := 0
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -203,15 +223,27 @@ func stopRule(c Config) string {
 func layout(name string, c Config) string {
 	switch name {
 	case "threads":
-		return fmt.Sprintf("%d fibers, shared grid", c.Threads)
+		return count(c.Threads, "fiber") + ", shared grid"
 	case "mpi":
-		return fmt.Sprintf("%d ranks", c.Ranks)
+		return count(c.Ranks, "rank")
 	case "hybrid":
-		return fmt.Sprintf("%d procs × %d fibers, %d endpoint(s) each", c.Ranks, c.Threads, c.Endpoints)
+		return fmt.Sprintf("%s × %s, %s each", count(c.Ranks, "proc"), count(c.Threads, "fiber"), count(c.Endpoints, "endpoint"))
 	case "funneled":
-		return fmt.Sprintf("%d procs × %d fibers, master talks", c.Ranks, c.Threads)
+		return fmt.Sprintf("%s × %s, master talks", count(c.Ranks, "proc"), count(c.Threads, "fiber"))
 	}
 	return "1 goroutine"
+}
+
+// count writes n and noun, in the plural unless n is 1: "1 rank", "2 ranks",
+// "3 processes".
+func count(n int, noun string) string {
+	switch {
+	case n == 1:
+		return "1 " + noun
+	case strings.HasSuffix(noun, "s"):
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // round shortens a duration for the table.

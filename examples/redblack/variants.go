@@ -28,7 +28,7 @@ var variants = []Variant{
 		Name: "threads", Section: "§4.3.4",
 		Summary: "-threads fibers on one shared grid, neighbour flags, no barrier",
 		check: func(c Config) error {
-			return c.needRows("threads", c.Threads, fmt.Sprintf("%d threads", c.Threads))
+			return c.needRows("threads", c.Threads, count(c.Threads, "thread"))
 		},
 		run: func(c Config) (*Result, error) { return runStripes(c, "threads", 1, c.Threads, 0) },
 	},
@@ -36,7 +36,7 @@ var variants = []Variant{
 		Name: "mpi", Section: "§4.3.3",
 		Summary: "-ranks ranks, one stripe each; Vector halos by Isend/Irecv/WaitAll; Scan",
 		check: func(c Config) error {
-			return c.needRows("mpi", c.Ranks, fmt.Sprintf("%d ranks", c.Ranks))
+			return c.needRows("mpi", c.Ranks, count(c.Ranks, "rank"))
 		},
 		run: func(c Config) (*Result, error) { return runStripes(c, "mpi", c.Ranks, 1, 1) },
 	},
@@ -52,7 +52,7 @@ var variants = []Variant{
 				return fmt.Errorf("%w: hybrid with %d endpoints per process needs at least %d threads per process (one per endpoint), not %d",
 					ErrConfig, c.Endpoints, c.Endpoints, c.Threads)
 			}
-			return c.needRows("hybrid", c.Ranks*c.Threads, fmt.Sprintf("%d processes × %d threads", c.Ranks, c.Threads))
+			return c.needRows("hybrid", c.Ranks*c.Threads, count(c.Ranks, "process")+" × "+count(c.Threads, "thread"))
 		},
 		run: func(c Config) (*Result, error) { return runStripes(c, "hybrid", c.Ranks, c.Threads, c.Endpoints) },
 	},
@@ -60,7 +60,7 @@ var variants = []Variant{
 		Name: "funneled", Section: "§4.3.2 + §4.3.3",
 		Summary: "-ranks processes × -threads fibers, barriers, only the master communicates",
 		check: func(c Config) error {
-			return c.needRows("funneled", c.Ranks*c.Threads, fmt.Sprintf("%d processes × %d threads", c.Ranks, c.Threads))
+			return c.needRows("funneled", c.Ranks*c.Threads, count(c.Ranks, "process")+" × "+count(c.Threads, "thread"))
 		},
 		run: runFunneled,
 	},

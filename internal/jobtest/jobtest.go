@@ -4,9 +4,12 @@
 // written once covers every transport, and a new transport gets the whole
 // suite by adding a Setup.
 //
-// Processes are simulated here: several endpoint.Processes in one OS
-// process, joined by an in-memory bootstrap (NewMemJob) and a shared
-// backend. Setups with real processes are added where a launcher exists.
+// Processes are simulated (several endpoint.Processes in one OS process,
+// joined by an in-memory bootstrap, NewMemJob, and a shared backend, Wire)
+// or real: the test binary runs the test again in Procs processes under
+// fmpirun (internal/fmpitest), each process joining through the launcher's
+// bootstrap and reaching the others through shared memory, exactly as a
+// program does.
 package jobtest
 
 import (
@@ -18,6 +21,7 @@ import (
 
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/internal/fmpitest"
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
 	"github.com/fibermpi/fibermpi/rdma/inproc"
@@ -31,8 +35,11 @@ type Setup struct {
 	Procs int
 	// Options returns the options of each process of one job; for
 	// Procs > 1 it sets Remote (the backend shared by the simulated
-	// processes), and the bootstraps are added by Run.
+	// processes), and the bootstraps are added by Run. Unused when Real.
 	Options func() []endpoint.Options
+	// Real runs the job in Procs processes of the test binary under
+	// fmpirun, joined by its bootstrap and the default backends.
+	Real bool
 }
 
 // Setups returns the layouts of the multi-transport suite for a job of
@@ -74,6 +81,11 @@ func Setups(ranks int) []Setup {
 			Setup{Name: fmt.Sprintf("procs=%d/queued", procs), Procs: procs, Options: shared(procs, func() *Wire { return NewWire(8) })},
 		)
 	}
+	for _, procs := range []int{2, 3} {
+		if procs <= ranks {
+			s = append(s, Setup{Name: fmt.Sprintf("procs=%d/fmpirun", procs), Procs: procs, Real: true})
+		}
+	}
 	return s
 }
 
@@ -89,11 +101,39 @@ func Run(t *testing.T, ranks int, level endpoint.ThreadLevel, fn func(ep *endpoi
 	t.Helper()
 	for _, s := range Setups(ranks) {
 		t.Run(s.Name, func(t *testing.T) {
-			if err := RunSetup(s, ranks, level, fn); err != nil {
-				t.Fatal(err)
+			switch {
+			case fmpitest.Child():
+				// This process is one of a real job's: -test.run
+				// selected this subtest alone.
+				if err := runReal(ranks, level, fn); err != nil {
+					t.Fatal(err)
+				}
+			case s.Real:
+				if testing.Short() && s.Procs > 2 {
+					t.Skip("short mode: real jobs of 2 processes only")
+				}
+				out, err := fmpitest.RunTest(t, s.Procs, fmpitest.Options{})
+				if err != nil {
+					t.Fatalf("%v\n%s", err, out)
+				}
+			default:
+				if err := RunSetup(s, ranks, level, fn); err != nil {
+					t.Fatal(err)
+				}
 			}
 		})
 	}
+}
+
+// runReal is this process's part of a real job (under fmpirun): its share
+// of the ranks.
+func runReal(ranks int, level endpoint.ThreadLevel, fn func(ep *endpoint.Endpoint) error) error {
+	watchdog := time.AfterFunc(Timeout, func() {
+		panic(fmt.Sprintf("jobtest: process of a real job of %d ranks still running after %v", ranks, Timeout))
+	})
+	defer watchdog.Stop()
+	share := func(rank, procs int) int { return (rank+1)*ranks/procs - rank*ranks/procs }
+	return runProcess(level, endpoint.Options{Workers: 1}, share, fn, func(error) {})
 }
 
 // RunSetup runs one job of ranks ranks under s and returns the ranks'
@@ -109,10 +149,6 @@ func RunSetup(s Setup, ranks int, level endpoint.ThreadLevel, fn func(ep *endpoi
 	if procs > 1 {
 		boots = NewMemJob(procs)
 	}
-	counts := make([]int, procs)
-	for r := range ranks {
-		counts[r*procs/ranks]++
-	}
 	errs := make([]error, procs)
 	var wg sync.WaitGroup
 	for i := range procs {
@@ -124,21 +160,24 @@ func RunSetup(s Setup, ranks int, level endpoint.ThreadLevel, fn func(ep *endpoi
 				Fail(boots, fmt.Errorf("process %d failed: %w", i, err))
 			}
 		}
-		wg.Go(func() { errs[i] = runProcess(level, opts[i], counts[i], fn, failed) })
+		share := func(rank, procs int) int { return (rank+1)*ranks/procs - rank*ranks/procs }
+		wg.Go(func() { errs[i] = runProcess(level, opts[i], share, fn, failed) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// runProcess is one process's part of a job: Init, its k endpoints, a
-// fiber per rank, Finalize. A failure ends the job (failed) before
-// Finalize, as a launcher does when a process exits with an error.
-func runProcess(level endpoint.ThreadLevel, opts endpoint.Options, k int, fn func(ep *endpoint.Endpoint) error, failed func(error)) error {
+// runProcess is one process's part of a job: Init, its share of the ranks
+// as endpoints (share(rank, procs) of them, in blocks), a fiber per rank,
+// Finalize. A failure ends the job (failed) before Finalize, as a launcher
+// does when a process exits with an error.
+func runProcess(level endpoint.ThreadLevel, opts endpoint.Options, share func(rank, procs int) int, fn func(ep *endpoint.Endpoint) error, failed func(error)) error {
 	p, err := endpoint.Init(level, opts)
 	if err != nil {
 		failed(err)
 		return err
 	}
+	k := share(p.Rank(), p.Procs())
 	eps, err := p.CreateEndpoints(k)
 	if err != nil {
 		failed(err)

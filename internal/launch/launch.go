@@ -33,10 +33,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/fibermpi/fibermpi"
 )
 
 // Defaults of Config.
@@ -136,7 +136,7 @@ func Main(args []string) int {
 	timeout := fs.Duration("timeout", 0, "end the job (exit 124) if it runs longer than this; 0: no limit")
 	grace := fs.Duration("grace", DefaultGrace, "time the processes have to end after a failure, before SIGKILL")
 	verbose := fs.Bool("v", false, "tell what fmpirun does on standard error")
-	ver := fs.Bool("version", false, "print the version and exit")
+	ver := fs.Bool("version", false, "print the version of fibermpi and of the build, and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: fmpirun -n N [-prefix] [-timeout d] [-grace d] [-v] program [args...]\n\n"+
 			"Starts N processes of program on this node, joined by fibermpi's bootstrap.\n\n")
@@ -149,7 +149,9 @@ func Main(args []string) int {
 		return 2
 	}
 	if *ver {
-		fmt.Println("fmpirun", Version())
+		if fibermpi.PrintVersion(os.Stdout, "fmpirun") != nil {
+			return 1
+		}
 		return 0
 	}
 	if fs.NArg() == 0 || *n < 1 {
@@ -172,20 +174,4 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "fmpirun: %v\n", err)
 	}
 	return ExitCode(err)
-}
-
-// Version is the module version fmpirun was built from, as the Go toolchain
-// recorded it, and the Go version.
-func Version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown version)"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
-		}
-	}
-	return strings.TrimSpace(bi.Main.Path+" "+v) + " " + bi.GoVersion
 }

@@ -1,4 +1,6 @@
-// Package testenv tells tests about the build they run in.
+// Package testenv tells tests about the build they run in, and measures
+// what benchmarks and the example programs report beside wall-clock time
+// (ProcessCPU).
 package testenv
 
 // MaxGoroutines is a safe number of goroutines (fibers are goroutines too)
