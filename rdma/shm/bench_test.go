@@ -52,7 +52,6 @@ type echo struct {
 	tr   *shm.Transport
 	to   rdma.Addr
 	pool *packet.Pool
-	w    int
 }
 
 func (e *echo) Receive(w int, pk *packet.Packet) {

@@ -585,7 +585,7 @@ func (t *Transport) drain() int {
 		}
 		ir.take.lock()
 		for !ir.dead {
-			rec, typ, n, word1, ok, corrupt := ir.peekRing()
+			rec, typ, size, word1, ok, corrupt := ir.peekRing()
 			if corrupt {
 				t.corrupt(ir)
 			}
@@ -593,11 +593,11 @@ func (t *Transport) drain() int {
 				break
 			}
 			if typ == recPacket {
-				ir.queue = append(ir.queue, rec[:queuedSize(n)]...)
+				ir.queue = append(ir.queue, rec[:queuedSize(size)]...)
 				ir.queued.Add(1)
 				queued++
 			} else {
-				t.apply(ir, typ, n, word1, rec)
+				t.apply(ir, typ, size, word1, rec)
 			}
 			ir.head += uint64(len(rec))
 			n++
