@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/match"
@@ -85,6 +86,12 @@ func (m ProgressMode) String() string {
 
 // Defaults of Options.
 const (
+	// ProcessSleepAfter is how long an idle fiber worker spins (then
+	// backs off) before it sleeps, in a job of several processes, unless
+	// Options.Fiber.SleepAfter says otherwise: a sleeping worker polls the
+	// transport only every Fiber.PollInterval, so a short spin would put
+	// that delay into every pause of a message stream.
+	ProcessSleepAfter   = 20 * time.Millisecond
 	DefaultEagerLimit   = packet.DefaultPayloadSize
 	DefaultMaxEndpoints = 1 << 20
 )
@@ -298,6 +305,11 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 	}
 	p.local, _ = p.tr.(rdma.Local)
 	fcfg := opts.Fiber
+	if p.procs > 1 && fcfg.SleepAfter == 0 {
+		// Arrivals from other processes do not wake a sleeping worker
+		// before its next poll (PollInterval): spin longer first.
+		fcfg.SleepAfter = ProcessSleepAfter
+	}
 	if opts.Progress == ProgressIdle {
 		userIdle := fcfg.Idle
 		fcfg.Idle = func(w int) bool {
