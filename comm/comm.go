@@ -45,20 +45,24 @@ func (e *PartialError) Error() string {
 func (e *PartialError) Is(target error) bool { return target == ErrPartial }
 
 func statusOf(st endpoint.Status, elem int) Status {
-	n, rem := st.Count, 0
+	n := st.Count
 	switch elem {
 	case 1:
 	case 2, 4, 8, 16: // the common sizes: a shift, not a division
-		rem = n & (elem - 1)
 		n >>= bits.TrailingZeros(uint(elem))
 	default:
-		n, rem = n/elem, n%elem
+		n /= elem
 	}
-	s := Status{Source: int(st.Source), Tag: int(st.Tag), Count: n, Bytes: st.Count, Err: st.Err}
-	if rem != 0 && s.Err == nil {
-		s.Err = &PartialError{Bytes: st.Count, Size: elem}
+	return Status{Source: int(st.Source), Tag: int(st.Tag), Count: n, Bytes: st.Count, Err: st.Err}
+}
+
+// checkWhole sets a received message's status error to a *PartialError if
+// it is not a whole number of elements (and had no error): one multiply,
+// kept out of statusOf so that it inlines.
+func checkWhole(s *Status, elem int) {
+	if s.Count*elem != s.Bytes && s.Err == nil {
+		s.Err = &PartialError{Bytes: s.Bytes, Size: elem}
 	}
-	return s
 }
 
 // Comm is a typed view of a communicator for one registered caller: the
@@ -167,6 +171,7 @@ func (c *Comm[T]) Recv(buf []T, src, tag int) (Status, error) {
 	st, err := c.ep.Recv(c.c, src, tag, c.bytes(buf))
 	s := statusOf(st, c.size)
 	if err == nil {
+		checkWhole(&s, c.size)
 		err = s.Err
 	}
 	return s, err

@@ -34,6 +34,7 @@ func (q *Request[T]) finish() Status {
 		q.finished = true
 		q.release()
 		q.st = statusOf(q.r.Status(), q.size)
+		checkWhole(&q.st, q.size)
 		if q.unpack != nil && !errors.Is(q.st.Err, endpoint.ErrCancelled) {
 			if err := q.unpack(q.st.Bytes); err != nil && q.st.Err == nil {
 				q.st.Err = err

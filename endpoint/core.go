@@ -59,6 +59,7 @@ func newCore(p *Process, addr rdma.Addr, level ThreadLevel, mcfg match.Config) (
 	if err := p.tr.Bind(addr, c, p.pool); err != nil {
 		return nil, err
 	}
+	p.job.addCore(c) // for the sweep (job.go)
 	return c, nil
 }
 

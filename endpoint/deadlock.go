@@ -245,7 +245,6 @@ func holds(marks map[*fiber.Waiter]blockMark, callers []*caller) bool {
 	if len(callers) == 0 {
 		return false
 	}
-	seen := 0
 	for w, m := range marks {
 		if m.ev != nil && !m.ev.Marked(w) {
 			return false
@@ -253,14 +252,13 @@ func holds(marks map[*fiber.Waiter]blockMark, callers []*caller) bool {
 		if m.probe != nil && !slices.ContainsFunc(callers, func(k *caller) bool { return k.waiter == w && k.probing.Load() == m.probe }) {
 			return false
 		}
-		seen++
 	}
 	for _, k := range callers {
 		if _, ok := marks[k.waiter]; !ok {
 			return false // registered since the episode began
 		}
 	}
-	return seen == len(marks)
+	return true
 }
 
 // blocked marks what every caller waits on and returns the marks, or nil if

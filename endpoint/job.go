@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/cpu"
+
 	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/match"
 	"github.com/fibermpi/fibermpi/packet"
@@ -88,10 +90,13 @@ func (e *PanicError) Unwrap() error {
 // job is a process's share of the job's fate: whether calls may still
 // proceed, why not, and who is registered (for the watchdogs).
 type job struct {
-	// halted is the one flag the call paths check (enter, Register): set
-	// when the job ends (fail) or the process finalizes. The Load in enter
-	// pairs with the Store in fail and in endCalls.
+	_ cpu.CacheLinePad
+	// halted is the one flag the call paths check (enter): set when the
+	// job ends (fail) or the process finalizes. The Load in enter pairs
+	// with the Store in fail and in endCalls. It has its cache line to
+	// itself: every call reads it, and nothing near it may be written.
 	halted atomic.Bool
+	_      cpu.CacheLinePad
 	// end is the first failure, nil while the job runs: CompareAndSwap in
 	// fail, Load wherever a halted call needs its error.
 	end atomic.Pointer[AbortError]
@@ -99,6 +104,11 @@ type job struct {
 	// deadlock watchdog waits for them (they may be what the others wait
 	// for).
 	pending atomic.Int32
+
+	// cores lists the process's endpoints for the sweep, which must not
+	// wait for Process.mu (held across bootstrap fences): Store under mu
+	// (copy on write), Load anywhere.
+	cores atomic.Pointer[[]*core]
 
 	mu      sync.Mutex
 	callers map[*caller]struct{}    // registered handles
@@ -217,7 +227,6 @@ func (p *Process) resweep(err error, stop, done chan struct{}) {
 func (p *Process) endCalls() {
 	p.job.halted.Store(true)
 	err := p.haltErr()
-	p.sweep(err)
 	j := &p.job
 	j.mu.Lock()
 	j.ended = true
@@ -225,8 +234,11 @@ func (p *Process) endCalls() {
 	stop, done, w := j.sweeper, j.swept, j.watch
 	j.mu.Unlock()
 	if callers > 0 {
-		// A caller that checked the flag just before it was set may post
-		// just after the sweep: one more, after it had time to.
+		// Only a registered caller can be blocked (Run's ranks have all
+		// returned by now). One that checked the flag just before it was
+		// set may post just after the first sweep: a second one, after it
+		// had time to.
+		p.sweep(err)
 		time.Sleep(time.Millisecond)
 		p.sweep(err)
 	}
@@ -244,12 +256,25 @@ func (p *Process) endCalls() {
 // and receives in flight. Each is taken first (Cancel, take), so no
 // message completes it as well.
 func (p *Process) sweep(err error) {
-	p.mu.Lock()
-	cores := slices.Clone(p.cores)
-	p.mu.Unlock()
-	for _, c := range cores {
-		c.sweep(err)
+	if cores := p.job.cores.Load(); cores != nil {
+		for _, c := range *cores {
+			c.sweep(err)
+		}
 	}
+}
+
+// addCore records a new endpoint (newCore).
+func (j *job) addCore(c *core) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var list []*core
+	if old := j.cores.Load(); old != nil {
+		list = *old
+	}
+	// Readers hold slices of the old length: an append writes past them
+	// (or into a new array), never into what they read.
+	list = append(list, c)
+	j.cores.Store(&list)
 }
 
 type postedRecv struct {
