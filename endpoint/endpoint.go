@@ -109,7 +109,9 @@ func (e *Endpoint) Waiter() *fiber.Waiter { return e.waiter }
 // Register returns a handle on the same endpoint bound to the caller w: a
 // fiber's waiter (f.Waiter()) or a goroutine's (fiber.NewGoroutineWaiter()).
 // At ThreadSingle and ThreadFunneled only one handle may be registered at a
-// time (ErrThreadLevel otherwise).
+// time (ErrThreadLevel otherwise). After Finalize it fails with
+// ErrFinalized; after the job has failed it still succeeds, and the
+// handle's calls return the job's *AbortError.
 func (e *Endpoint) Register(w *fiber.Waiter) (*Endpoint, error) {
 	if w == nil {
 		return nil, fmt.Errorf("%w: nil waiter", ErrNotRegistered)
