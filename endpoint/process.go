@@ -604,9 +604,12 @@ func (p *Process) Finalize() error {
 	}
 	p.endCalls() // blocked callers return ErrFinalized (job.go)
 	var berr error
-	if p.boot != nil && p.failure.Load() == nil {
+	if p.boot != nil && p.failure.Load() == nil && p.job.end.Load() == nil {
 		// No process may close its transport while another may still
-		// send to it: wait for all of them (or the job's failure).
+		// send to it: wait for all of them (or the job's failure). A job
+		// that failed here (job.go) does not wait: the others may be
+		// waiting for its ranks; they learn of the failure when this
+		// process exits.
 		if err := p.boot.Barrier(); err != nil {
 			berr = fmt.Errorf("endpoint: Finalize: %w", err)
 		}
