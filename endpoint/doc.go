@@ -71,9 +71,9 @@
 // # Blocking
 //
 // Send, Ssend, Recv, Probe, Endpoint.Wait, Request.WaitFor, WaitTimeout,
-// WaitForContext, WaitAll, WaitAny and WaitSome block: a fiber yields, a
-// goroutine parks. Request.WaitContext and Request.Done are for goroutines
-// (a select blocks a fiber's worker; a fiber uses WaitForContext).
+// WaitForContext, WaitContext, WaitAll, WaitAny and WaitSome block: a fiber
+// yields, a goroutine parks. Request.Done is for goroutines (a select on
+// it blocks a fiber's worker).
 // Isend, Irecv, Iprobe, Test and Cancel never block, except that a send (or
 // the withdrawal Cancel sends for an offered receive) finding the packet
 // pool exhausted waits for a packet (yielding or letting other goroutines

@@ -52,9 +52,9 @@ const (
 // and immutable.)
 //
 // WaitFor, WaitTimeout and WaitForContext wait the way of the waiter they
-// are given, the request's caller's: a fiber yields, a goroutine parks.
-// WaitContext and Done are for goroutines: a select on them in a fiber
-// blocks its worker, and every fiber of it.
+// are given, the request's caller's: a fiber yields, a goroutine parks;
+// WaitContext finds out which the caller is. Done is for goroutines: a
+// select on it in a fiber blocks its worker, and every fiber of it.
 type Request struct {
 	ev     fiber.Event
 	kind   reqKind
@@ -205,13 +205,18 @@ func (r *Request) Done() <-chan struct{} {
 	return d.ch
 }
 
-// WaitContext waits until the request completes or ctx ends, parking the
-// calling goroutine. It must not be called from a fiber (a select blocks
-// the worker): a fiber uses WaitForContext. If ctx ends first it returns
-// ctx's error and the request stays pending; cancel a receive with Cancel.
+// WaitContext waits until the request completes or ctx ends: a goroutine
+// parks; a fiber yields, as in WaitForContext (a select would block its
+// worker), which costs WaitContext a system call to tell fibers from
+// goroutines (fiber.Current) — WaitForContext, given the waiter, does not.
+// If ctx ends first it returns ctx's error and the request stays pending;
+// cancel a receive with Cancel.
 func (r *Request) WaitContext(ctx context.Context) error {
 	if r.Test() {
 		return r.status.Err
+	}
+	if f := fiber.Current(); f != nil {
+		return r.WaitForContext(f.Waiter(), ctx)
 	}
 	select {
 	case <-r.Done():

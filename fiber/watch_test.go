@@ -185,3 +185,34 @@ func TestTimedEventWaits(t *testing.T) {
 		}
 	}
 }
+
+// TestCurrent: Current names the calling fiber, one resumed by another
+// (direct handoff) included, and nil for a goroutine.
+func TestCurrent(t *testing.T) {
+	if _, ok := threadID(); !ok {
+		t.Skip("Current cannot tell fibers from goroutines on this system")
+	}
+	if Current() != nil {
+		t.Fatal("Current in a goroutine")
+	}
+	s := newSched(t, Config{Workers: 1})
+	var e Event
+	got := make(chan bool, 3)
+	// a blocks first; its worker, or a itself by direct handoff, then
+	// runs b, which wakes a.
+	mustSpawn(t, s, func(a *Fiber) {
+		got <- Current() == a
+		e.Wait(a.Waiter())
+		got <- Current() == a
+	})
+	mustSpawn(t, s, func(b *Fiber) {
+		got <- Current() == b
+		e.Signal()
+	})
+	mustWait(t, s)
+	for range 3 {
+		if !<-got {
+			t.Fatal("Current is not the calling fiber")
+		}
+	}
+}

@@ -146,6 +146,7 @@ func (w *worker) run(ready chan<- error) {
 		}
 	}
 	w.hb.gid.Store(goid())
+	defer w.enterThread()() // for Current (current.go)
 	ready <- nil
 	exited := false
 	defer func() {
