@@ -81,7 +81,9 @@
 // of that worker until it returns: use Sleep for time.Sleep, and
 // WaitTimeout and WaitContext for a select on a timer or on ctx.Done().
 // Scheduler.WatchStuck reports, once each, the fibers that keep their
-// worker that way for longer than a threshold, with their stack.
+// worker that way for longer than a threshold, with their stack. Current
+// tells a blocking call that is given no waiter whether its caller is a
+// fiber (one system call), so that it can yield instead.
 //
 // Observers: Event.Armed, Mark and Marked let a watchdog see what a waiter
 // waits on and whether that wait has lasted, without any cost to Signal
