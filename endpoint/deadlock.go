@@ -352,7 +352,7 @@ type DeadlockError struct {
 // Waiting is one blocked caller in a deadlock report.
 type Waiting struct {
 	Rank   int    // the caller's rank in its world
-	Call   string // Recv, Send, Wait, WaitAny, Probe
+	Call   string // Recv, Send, Wait (a request's, WaitAll's, WaitAny's), Probe, "a collective"
 	Ops    []Op   // the operations it waits for
 	Queued []Op   // unmatched messages queued at its endpoint
 }
@@ -532,6 +532,9 @@ func (p *Process) report(callers []*caller) *DeadlockError {
 			w.Ops = append(w.Ops, recvOp(pw.c.Context, pw.src, pw.tag, 0, world, pw.c.Addrs))
 		}
 		slices.SortFunc(w.Ops, func(a, b Op) int { return a.PeerRank - b.PeerRank })
+		if w.Call == "Wait" && len(w.Ops) > 0 && !slices.ContainsFunc(w.Ops, func(o Op) bool { return !o.Collective }) {
+			w.Call = "a collective"
+		}
 		for _, op := range w.Ops {
 			if op.PeerRank >= 0 {
 				edges[w.Rank] = append(edges[w.Rank], op.PeerRank)
