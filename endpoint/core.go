@@ -41,10 +41,6 @@ type core struct {
 	// off is the receiver-driven rendezvous state (offer.go); nil on a
 	// transport that reaches its peers directly.
 	off *offers
-
-	// callers lists the registered handles for noteWait (job.go): copied
-	// and Stored under regMu, Loaded without a lock.
-	callers atomic.Pointer[[]*caller]
 }
 
 func newCore(p *Process, addr rdma.Addr, level ThreadLevel, mcfg match.Config) (*core, error) {

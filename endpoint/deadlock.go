@@ -92,17 +92,23 @@ func (w Watch) withDefaults() Watch {
 
 // StuckReport is a fiber rank found blocked in ordinary Go (see Watch.Stuck).
 type StuckReport struct {
-	// Rank is the stuck fiber's rank in its world, −1 if it is not a
-	// registered caller (or was not identified).
-	Rank int
+	// Rank is the stuck fiber's rank in its world, −1 if it is not
+	// known. The report knows the ranks registered from fibers of the
+	// worker that are not waiting in fibermpi calls (Candidates); when
+	// there is one, it is the stuck fiber.
+	Rank       int
+	Candidates []int
 	fiber.StuckFiber
 }
 
 // String says which rank, where, and what to do instead.
 func (r *StuckReport) String() string {
 	who := "a fiber that is not a registered rank"
-	if r.Rank >= 0 {
+	switch {
+	case r.Rank >= 0:
 		who = fmt.Sprintf("rank %d", r.Rank)
+	case len(r.Candidates) > 0:
+		who = fmt.Sprintf("one of ranks %v", r.Candidates)
 	}
 	return fmt.Sprintf("fibermpi: %s has kept fiber worker %d for %v while blocked in Go (%s): "+
 		"the worker's other fibers, and the ranks waiting for them, cannot run. "+
@@ -130,22 +136,28 @@ func (p *Process) startWatchdogs() error {
 	return nil
 }
 
-// onStuck names the rank of a stuck fiber and reports it.
+// onStuck names the rank of a stuck fiber and reports it. The stuck fiber
+// is one of the callers registered from fibers of its worker that are not
+// waiting in a fibermpi call (their waits have armed events; the stuck one
+// runs Go code); the others of those, if any, were woken and wait for the
+// worker to resume them.
 func (p *Process) onStuck(sf fiber.StuckFiber) {
 	r := &StuckReport{Rank: -1, StuckFiber: sf}
-	var candidates []int
-	p.job.mu.Lock()
-	for k := range p.job.callers {
-		if k.gid != 0 && k.gid == sf.Goroutine {
-			r.Rank = int(k.h.rank)
+	for _, k := range p.callers() {
+		if k.worker != sf.Worker || k.probing.Load() != nil {
+			continue
 		}
-		if k.worker == sf.Worker {
-			candidates = append(candidates, int(k.h.rank))
+		if k.scratch.ev.Armed() == k.waiter {
+			continue
 		}
+		if w := k.wait.Load(); w != nil && w.ev.Armed() == k.waiter {
+			continue
+		}
+		r.Candidates = append(r.Candidates, int(k.h.rank))
 	}
-	p.job.mu.Unlock()
-	if r.Rank < 0 && len(candidates) == 1 {
-		r.Rank = candidates[0]
+	slices.Sort(r.Candidates)
+	if len(r.Candidates) == 1 {
+		r.Rank = r.Candidates[0]
 	}
 	if f := p.opts.Watch.OnStuck; f != nil {
 		f(r)

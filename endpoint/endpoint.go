@@ -136,6 +136,7 @@ func (e *Endpoint) Register(w *fiber.Waiter) (*Endpoint, error) {
 		h.gid = goid()
 	}
 	h.rec = h.c.p.addCaller(&h)
+	h.scratch.owner = h.rec
 	return &h, nil
 }
 
@@ -249,6 +250,7 @@ func (e *Endpoint) isendInto(r *Request, c Comm, me, dst, tag int, data []byte, 
 	if err := r.recycle(reqSend, e.c); err != nil {
 		return nil, err
 	}
+	r.owner = e.rec
 	if err := e.rendezvous(c, me, dst, tag, data, r); err != nil {
 		r.fail(err)
 		return nil, err
@@ -351,7 +353,7 @@ func (e *Endpoint) Irecv(c Comm, src, tag int, buf []byte) (*Request, error) {
 		return nil, err
 	}
 	defer e.leave()
-	r := &Request{kind: reqRecv, ep: e.c}
+	r := &Request{kind: reqRecv, ep: e.c, owner: e.rec}
 	if err := e.post(c, src, tag, buf, r); err != nil {
 		return nil, err
 	}
@@ -373,6 +375,7 @@ func (e *Endpoint) IrecvInto(r *Request, c Comm, src, tag int, buf []byte) error
 	if err := r.recycle(reqRecv, e.c); err != nil {
 		return err
 	}
+	r.owner = e.rec
 	if err := e.post(c, src, tag, buf, r); err != nil {
 		r.fail(err)
 		return err

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,8 +131,7 @@ type caller struct {
 	h       *Endpoint
 	waiter  *fiber.Waiter
 	scratch *Request
-	worker  int    // the fiber's worker, −1 for a goroutine
-	gid     uint64 // the fiber's goroutine id (stuck reports), 0 if unknown
+	worker  int // the fiber's worker, −1 for a goroutine
 
 	// wait is the last request the caller waited for outside its own
 	// blocking Send and Recv (Wait, WaitAll, WaitAny, collectives): Store
@@ -321,9 +319,6 @@ func (p *Process) addCaller(h *Endpoint) *caller {
 	k := &caller{h: h, waiter: h.waiter, scratch: h.scratch, worker: -1}
 	if f := h.waiter.Fiber(); f != nil {
 		k.worker = f.Worker()
-		if p.opts.Watch.Stuck >= 0 {
-			k.gid = goid() // the caller is the fiber itself
-		}
 	}
 	j := &p.job
 	j.mu.Lock()
@@ -332,7 +327,6 @@ func (p *Process) addCaller(h *Endpoint) *caller {
 	}
 	j.callers[k] = struct{}{}
 	j.mu.Unlock()
-	h.c.setCallers(k, true)
 	return k
 }
 
@@ -341,45 +335,27 @@ func (p *Process) dropCaller(k *caller) {
 	if k == nil {
 		return
 	}
-	k.h.c.setCallers(k, false)
 	j := &p.job
 	j.mu.Lock()
 	delete(j.callers, k)
 	j.mu.Unlock()
 }
 
-// setCallers adds or removes k in the core's list of callers, which
-// noteWait reads without a lock (copy on write, under regMu).
-func (c *core) setCallers(k *caller, add bool) {
-	c.regMu.Lock()
-	defer c.regMu.Unlock()
-	var list []*caller
-	if old := c.callers.Load(); old != nil {
-		list = slices.Clone(*old)
-	}
-	if add {
-		list = append(list, k)
-	} else {
-		list = slices.DeleteFunc(list, func(x *caller) bool { return x == k })
-	}
-	c.callers.Store(&list)
-}
-
 // noteWait tells the deadlock watchdog that w is about to block on r (the
 // slow path of WaitFor and WaitAny; the blocking Send and Recv use the
-// handle's scratch request, which it knows). It stores only when r changes.
-func (c *core) noteWait(r *Request, w *fiber.Waiter) {
-	l := c.callers.Load()
-	if l == nil {
-		return
+// handle's scratch request, which it knows). It stores only when r changes,
+// and only for the caller that started r.
+func (r *Request) noteWait(w *fiber.Waiter) {
+	if k := r.owner; k != nil && k.waiter == w && k.wait.Load() != r {
+		k.wait.Store(r)
 	}
-	for _, k := range *l {
-		if k.waiter == w {
-			if k.wait.Load() != r {
-				k.wait.Store(r)
-			}
-			return
-		}
+}
+
+// noteTimed tells the watchdog that w waits with a limit (WaitTimeout,
+// WaitForContext): such a wait ends on its own, so w is not blocked.
+func (r *Request) noteTimed(w *fiber.Waiter) {
+	if k := r.owner; k != nil && k.waiter == w && k.wait.Load() != nil {
+		k.wait.Store(nil)
 	}
 }
 

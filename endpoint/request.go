@@ -78,6 +78,10 @@ type Request struct {
 	// the Signal the owner may reuse the request and take a new channel
 	// while complete is still finishing.
 	gen atomic.Uint64
+
+	// owner is the registration that started the request, for the
+	// deadlock watchdog (noteWait); nil if unknown.
+	owner *caller
 }
 
 // doneState is a request's Done channel, for one generation of it.
@@ -159,7 +163,7 @@ func (r *Request) Status() Status { return r.status }
 // and returns its status' error: a fiber yields, a goroutine parks.
 func (r *Request) WaitFor(w *fiber.Waiter) error {
 	if !r.ev.Done() {
-		r.ep.noteWait(r, w) // for the deadlock watchdog (job.go)
+		r.noteWait(w) // for the deadlock watchdog (job.go)
 		// Endpoint.Recv has the same lines, to keep its wait one frame
 		// above the fiber switch.
 		if r.ep.p.opts.Progress == ProgressCaller {
@@ -289,7 +293,7 @@ func WaitAny(w *fiber.Waiter, reqs ...*Request) (int, error) {
 		}
 		for _, r := range reqs { // for the deadlock watchdog (job.go)
 			if r != nil {
-				r.ep.noteWait(r, w)
+				r.noteWait(w)
 				break
 			}
 		}

@@ -21,7 +21,7 @@ func (r *Request) WaitTimeout(w *fiber.Waiter, d time.Duration) error {
 	if r.ev.Done() {
 		return r.status.Err
 	}
-	r.ep.noteWait(nil, w)
+	r.noteTimed(w)
 	if r.ep.p.opts.Progress == ProgressCaller {
 		deadline := time.Now().Add(d)
 		if !r.pollWhile(w, func() bool { return time.Now().Before(deadline) }) {
@@ -43,7 +43,7 @@ func (r *Request) WaitForContext(w *fiber.Waiter, ctx context.Context) error {
 	if r.ev.Done() {
 		return r.status.Err
 	}
-	r.ep.noteWait(nil, w)
+	r.noteTimed(w)
 	if r.ep.p.opts.Progress == ProgressCaller {
 		if !r.pollWhile(w, func() bool { return ctx.Err() == nil }) {
 			return ctx.Err()
