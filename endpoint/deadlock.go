@@ -216,7 +216,7 @@ func (wd *watchdog) run() {
 // been deadlocked for wd.after.
 func (wd *watchdog) check(now time.Time) *DeadlockError {
 	p := wd.p
-	if p.job.halted.Load() || p.job.pending.Load() > 0 || !p.allLocal() {
+	if p.job.halted.Load() || p.job.pending.Load() > 0 || !p.allLocal() || p.someRunning() {
 		wd.marks = nil
 		return nil
 	}
@@ -238,6 +238,43 @@ func (wd *watchdog) check(now time.Time) *DeadlockError {
 		return nil
 	}
 	return d
+}
+
+// someRunning reports whether some registered caller is not blocked in a
+// fibermpi call, or none is registered: the cheap look the watchdog takes
+// first, without copying the callers (a job of a million fibers has a
+// million) and stopping at the first one found running.
+func (p *Process) someRunning() bool {
+	p.job.mu.Lock()
+	defer p.job.mu.Unlock()
+	if len(p.job.callers) == 0 {
+		return true
+	}
+	for k := range p.job.callers {
+		if k.looksBlocked() {
+			continue
+		}
+		twin := false // a waiter registered with several endpoints waits on one
+		for o := range p.job.callers {
+			if o != k && o.waiter == k.waiter && o.looksBlocked() {
+				twin = true
+				break
+			}
+		}
+		if !twin {
+			return true
+		}
+	}
+	return false
+}
+
+// looksBlocked is blockedOn without the mark.
+func (k *caller) looksBlocked() bool {
+	if k.probing.Load() != nil || k.scratch.ev.Armed() == k.waiter {
+		return true
+	}
+	r := k.wait.Load()
+	return r != nil && r.ev.Armed() == k.waiter
 }
 
 // callers returns the registered callers.
