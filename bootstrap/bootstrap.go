@@ -149,7 +149,8 @@ type backend struct {
 // of rank 0; a backend for one of them replaces its guard here.
 var backends = []backend{
 	{name: "fmpirun", claims: fmpirunClaims, open: openFmpirun},
-	guard("pmi", "a PMI launcher (MPICH's mpiexec, or srun --mpi=pmi2)", "PMI_RANK", "PMI_SIZE"),
+	{name: "pmi2", claims: pmi2Claims, open: openPMI2},
+	{name: "pmi", claims: pmiClaims, open: openPMI1},
 	guard("pmix", "Open MPI's mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
 	guard("slurm", "Slurm's srun", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS"),
 	guard("torchrun", "torchrun", "RANK", "WORLD_SIZE"),
