@@ -152,8 +152,8 @@ var backends = []backend{
 	{name: "pmi2", claims: pmi2Claims, open: openPMI2},
 	{name: "pmi", claims: pmiClaims, open: openPMI1},
 	guard("pmix", "Open MPI's mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-	guard("slurm", "Slurm's srun", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS"),
-	guard("torchrun", "torchrun", "RANK", "WORLD_SIZE"),
+	{name: "slurm", claims: slurmClaims, open: openSlurm},
+	{name: "torchrun", claims: torchClaims, open: openTorchrun},
 	{name: "single", claims: func(lookupFunc) bool { return true }, open: func(lookupFunc) (Bootstrap, error) { return Single(), nil }},
 }
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 // The variables a PMI launcher (MPICH's mpiexec, srun --mpi=pmi2) gives
@@ -148,6 +150,16 @@ func openPMI(env lookupFunc, version int) (Bootstrap, error) {
 	var conn net.Conn
 	where := EnvPMIFD + "=" + strconv.Itoa(e.fd)
 	if e.fd >= 0 {
+		// Only a socket is taken (and its descriptor closed once
+		// duplicated): a stale PMI_FD may name any file of this process.
+		var st unix.Stat_t
+		if err := unix.Fstat(e.fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			why := "not a socket"
+			if err != nil {
+				why = err.Error()
+			}
+			return nil, fmt.Errorf("%w: %s=%d is not an open socket (%s): is this environment left over from another job?", ErrEnvironment, EnvPMIFD, e.fd, why)
+		}
 		f := os.NewFile(uintptr(e.fd), "PMI_FD")
 		conn, err = net.FileConn(f)
 		f.Close()
