@@ -116,6 +116,7 @@ type pmiClient struct {
 	rank, size int
 	jobID      string
 	kvsname    string // PMI-1's key-value space
+	slurm      bool   // the server is Slurm's (SLURM_JOB_ID is set)
 	keyMax     int    // longest key the server takes
 	valMax     int    // longest value the server takes
 	conn       net.Conn
@@ -132,9 +133,12 @@ type pmiClient struct {
 	ending  atomic.Bool // set by Close before it finalizes: the server may then hang up
 
 	mu      sync.Mutex
-	pending [][2]string       // puts not yet sent: encoded key, encoded value
-	own     map[string][]byte // this process's records
-	cache   map[string][]byte // others' records read since the last fence, by "rank/key"
+	pending map[string][]string // puts not yet sent: the encoded chunks by key
+	order   []string            // the keys of pending, in the order of their Puts
+	vers    map[string]int      // PMI-2: the version of each of this process's keys
+	seen    map[string]int      // PMI-2: the latest version of others' records found, by "rank/key"
+	own     map[string][]byte   // this process's records
+	cache   map[string][]byte   // others' records read since the last fence, by "rank/key"
 	closed  bool
 }
 
@@ -176,13 +180,16 @@ func openPMI(env lookupFunc, version int) (Bootstrap, error) {
 	}
 	c := &pmiClient{
 		version: version, rank: e.rank, size: e.size, conn: conn, stderr: os.Stderr,
-		keyMax: 64, valMax: 1024,
+		keyMax: 64, valMax: 1024, slurm: hasEnv(env, EnvSlurmJobID),
 		replies: make(chan pmiMsg, 1),
 		dead:    make(chan struct{}),
 		failed:  make(chan error, 1),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		own:     make(map[string][]byte),
+		pending: make(map[string][]string),
+		vers:    make(map[string]int),
+		seen:    make(map[string]int),
 		cache:   make(map[string][]byte),
 	}
 	r := bufio.NewReader(conn)
@@ -424,11 +431,16 @@ func (c *pmiClient) JobID() string        { return c.jobID }
 func (c *pmiClient) Host() string         { return hostIdentity() }
 func (c *pmiClient) Failed() <-chan error { return c.failed }
 
-// kvsKey is the PMI key of chunk i of rank's record key: "<rank>/<key>" when
-// that is short and plain enough, else a hash of the key.
-func (c *pmiClient) kvsKey(rank int, key string, chunk int) string {
+// kvsKey is the PMI key of chunk i of version ver of rank's record key:
+// "<rank>/<key>" when that is short and plain enough, else a hash of the
+// key, then "~<chunk>" and "^<ver>" when not 0.
+//
+// Versions exist because a PMI-2 server (Hydra's) keeps the first value
+// put under a key: a record replaced in a later epoch is put under the
+// next version's key, and Get reads versions until one is missing.
+func (c *pmiClient) kvsKey(rank int, key string, chunk, ver int) string {
 	base := strconv.Itoa(rank) + "/" + key
-	plain := len(base)+8 < c.keyMax
+	plain := len(base)+16 < c.keyMax
 	for i := 0; plain && i < len(key); i++ {
 		ch := key[i]
 		plain = ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || strings.IndexByte("/_.:-", ch) >= 0
@@ -439,6 +451,9 @@ func (c *pmiClient) kvsKey(rank int, key string, chunk int) string {
 	}
 	if chunk > 0 {
 		base += "~" + strconv.Itoa(chunk)
+	}
+	if ver > 0 {
+		base += "^" + strconv.Itoa(ver)
 	}
 	return base
 }
@@ -470,9 +485,15 @@ func (c *pmiClient) Put(key string, value []byte) error {
 	if c.closed {
 		return ErrClosed
 	}
-	for i, part := range c.encode(value) {
-		c.pending = append(c.pending, [2]string{c.kvsKey(c.rank, key, i), part})
+	if _, ok := c.pending[key]; !ok {
+		c.order = append(c.order, key)
+		if v, ok := c.vers[key]; ok && c.version == 2 {
+			c.vers[key] = v + 1
+		} else {
+			c.vers[key] = 0
+		}
 	}
+	c.pending[key] = c.encode(value)
 	c.own[key] = append([]byte(nil), value...)
 	return nil
 }
@@ -523,41 +544,65 @@ func (c *pmiClient) Get(rank int, key string) ([]byte, error) {
 
 	c.reqMu.Lock()
 	defer c.reqMu.Unlock()
-	notFound := fmt.Errorf("%w: rank %d published no %q before the last fence", ErrNotFound, rank, key)
-	first, ok, err := c.get(c.kvsKey(rank, key, 0))
+	c.mu.Lock()
+	ver := c.seen[ck]
+	c.mu.Unlock()
+	v, ok, err := c.fetch(rank, key, ver)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, notFound
+		return nil, fmt.Errorf("%w: rank %d published no %q before the last fence", ErrNotFound, rank, key)
 	}
-	ns, h, ok := strings.Cut(first, ":")
-	n, err := strconv.Atoi(ns)
-	if !ok || err != nil || n < 1 || n > MaxValue/(c.chunkHex()/2)+1 {
-		return nil, fmt.Errorf("%w: rank %d's record %q is not fibermpi's (%.40q)", ErrMismatch, rank, key, first)
-	}
-	var sb strings.Builder
-	sb.WriteString(h)
-	for i := 1; i < n; i++ {
-		part, ok, err := c.get(c.kvsKey(rank, key, i))
+	for c.version == 2 {
+		next, ok, err := c.fetch(rank, key, ver+1)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
-			return nil, fmt.Errorf("%w: rank %d's record %q lacks chunk %d of %d", ErrMismatch, rank, key, i, n)
+			break
+		}
+		v, ver = next, ver+1
+	}
+	c.mu.Lock()
+	if !c.closed {
+		c.cache[ck] = v
+		c.seen[ck] = ver
+	}
+	c.mu.Unlock()
+	return append([]byte(nil), v...), nil
+}
+
+// fetch reads version ver of rank's record key from the server: its first
+// chunk, which says how many there are, then the others. The caller holds
+// reqMu.
+func (c *pmiClient) fetch(rank int, key string, ver int) ([]byte, bool, error) {
+	first, ok, err := c.get(c.kvsKey(rank, key, 0, ver))
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	ns, h, ok := strings.Cut(first, ":")
+	n, err := strconv.Atoi(ns)
+	if !ok || err != nil || n < 1 || n > MaxValue/(c.chunkHex()/2)+1 {
+		return nil, false, fmt.Errorf("%w: rank %d's record %q is not fibermpi's (%.40q)", ErrMismatch, rank, key, first)
+	}
+	var sb strings.Builder
+	sb.WriteString(h)
+	for i := 1; i < n; i++ {
+		part, ok, err := c.get(c.kvsKey(rank, key, i, ver))
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return nil, false, fmt.Errorf("%w: rank %d's record %q lacks chunk %d of %d", ErrMismatch, rank, key, i, n)
 		}
 		sb.WriteString(part)
 	}
 	v, err := hex.DecodeString(sb.String())
 	if err != nil {
-		return nil, fmt.Errorf("%w: rank %d's record %q: %v", ErrMismatch, rank, key, err)
+		return nil, false, fmt.Errorf("%w: rank %d's record %q: %v", ErrMismatch, rank, key, err)
 	}
-	c.mu.Lock()
-	if !c.closed {
-		c.cache[ck] = v
-	}
-	c.mu.Unlock()
-	return append([]byte(nil), v...), nil
+	return v, true, nil
 }
 
 // Fence sends the pending Puts, one request each, then waits in PMI's
@@ -569,10 +614,16 @@ func (c *pmiClient) Fence() error {
 		return err
 	}
 	c.mu.Lock()
-	pending := c.pending
-	c.pending = nil
+	var puts [][2]string
+	for _, key := range c.order {
+		for i, part := range c.pending[key] {
+			puts = append(puts, [2]string{c.kvsKey(c.rank, key, i, c.vers[key]), part})
+		}
+	}
+	clear(c.pending)
+	c.order = nil
 	c.mu.Unlock()
-	for _, kv := range pending {
+	for _, kv := range puts {
 		var m pmiMsg
 		var err error
 		if c.version == 1 {
@@ -640,20 +691,12 @@ func (c *pmiClient) Abort(code int, reason string) error {
 		return err
 	}
 	fmt.Fprintf(c.stderr, "bootstrap: rank %d aborted the job with code %d: %s\n", c.rank, code, reason)
-	var b []byte
-	if c.version == 1 {
-		b = formatPMI1("abort", "exitcode", strconv.Itoa(code))
-	} else {
-		msg := strings.Map(func(r rune) rune {
-			if r == ';' || r == '\n' {
-				return ' '
-			}
-			return r
-		}, reason)
-		if len(msg) > 512 {
-			msg = msg[:512]
-		}
-		b = formatPMI2("abort", "isworld", "1", "msg", msg)
+	// Hydra (MPICH 4.0) does not know PMI-2's abort command but takes
+	// PMI-1's on a PMI-2 connection; Slurm knows PMI-2's. The reason is
+	// printed here, so the server gets only a pointer to it.
+	b := formatPMI1("abort", "exitcode", strconv.Itoa(code))
+	if c.version == 2 && c.slurm {
+		b = formatPMI2("abort", "isworld", "1", "msg", fmt.Sprintf("rank %d called Abort with code %d (the reason is printed above)", c.rank, code))
 	}
 	if _, err := c.conn.Write(b); err != nil {
 		return &PeerError{Rank: -1, Cause: "cannot send the abort to the PMI server: " + err.Error(), Err: ErrPeerLost}
@@ -671,7 +714,7 @@ func (c *pmiClient) Close() error {
 		return ErrClosed
 	}
 	c.closed = true
-	c.pending, c.own, c.cache = nil, nil, nil
+	c.pending, c.order, c.own, c.cache = nil, nil, nil, nil
 	c.mu.Unlock()
 	var err error
 	c.ending.Store(true)
@@ -694,4 +737,9 @@ func (c *pmiClient) Close() error {
 		return fmt.Errorf("bootstrap: finalizing PMI: %w", err)
 	}
 	return nil
+}
+
+func hasEnv(env lookupFunc, k string) bool {
+	_, ok := env(k)
+	return ok
 }
