@@ -53,12 +53,14 @@ type pmiEnv struct {
 	fd         int    // PMI_FD, or -1
 	port, id   string // PMI_PORT and PMI_ID when there is no PMI_FD
 	rank, size int    // PMI_RANK and PMI_SIZE, or -1 when unset (PMI_PORT)
+	jobID      string // PMI_JOBID, or ""
 }
 
 // readPMIEnv reads and checks the PMI variables: a PMI_FD or a PMI_PORT
 // (with PMI_ID), and a consistent PMI_RANK and PMI_SIZE where set.
 func readPMIEnv(env lookupFunc) (pmiEnv, error) {
 	e := pmiEnv{fd: -1, rank: -1, size: -1}
+	e.jobID, _ = env(EnvPMIJobID)
 	get := func(k string) (string, bool) {
 		v, ok := env(k)
 		return v, ok && v != ""
@@ -275,13 +277,29 @@ func (c *pmiClient) handshake(r *bufio.Reader, e pmiEnv) error {
 		}
 		c.jobID = safeJobID(c.kvsname)
 	} else {
-		var m pmiMsg
-		var err error
-		if e.port != "" && e.rank < 0 {
-			m, err = ask(formatPMI2("fullinit", "pmiid", e.id), "fullinit-response")
-		} else {
-			m, err = ask(formatPMI2("fullinit", "pmirank", strconv.Itoa(e.rank)), "fullinit-response")
+		// PMI-2 starts with PMI-1's init line asking for version 2 (Slurm
+		// requires it, Hydra accepts it), answered in PMI-1's format.
+		if _, err := c.conn.Write(formatPMI1("init", "pmi_version", "2", "pmi_subversion", "0")); err != nil {
+			return err
 		}
+		m, err := readPMI1(r)
+		if err != nil {
+			return err
+		}
+		if m.cmd() != "response_to_init" || m["rc"] != "0" || m["pmi_version"] != "2" {
+			return fmt.Errorf("%w: the PMI server does not speak PMI-2: it answered init with %v", ErrEnvironment, map[string]string(m))
+		}
+		// Slurm wants the job id it gave (PMI_JOBID) with the rank.
+		var kv []string
+		if e.jobID != "" {
+			kv = append(kv, "pmijobid", e.jobID)
+		}
+		if e.port != "" && e.rank < 0 {
+			kv = append(kv, "pmiid", e.id)
+		} else {
+			kv = append(kv, "pmirank", strconv.Itoa(e.rank))
+		}
+		m, err = ask(formatPMI2("fullinit", append(kv, "threaded", "FALSE")...), "fullinit-response")
 		if err != nil {
 			return err
 		}
@@ -294,11 +312,14 @@ func (c *pmiClient) handshake(r *bufio.Reader, e pmiEnv) error {
 			return fmt.Errorf("%w: %s=%d and %s=%d, but the PMI server says rank %d of %d", ErrEnvironment, EnvPMIRank, e.rank, EnvPMISize, e.size, rank, size)
 		}
 		c.rank, c.size = rank, size
-		m, err = ask(formatPMI2("job-getid"), "job-getid-response")
-		if err != nil {
-			return err
+		if e.jobID != "" {
+			c.jobID = safeJobID(e.jobID)
+		} else {
+			if m, err = ask(formatPMI2("job-getid"), "job-getid-response"); err != nil {
+				return err
+			}
+			c.jobID = safeJobID(m["jobid"])
 		}
-		c.jobID = safeJobID(m["jobid"])
 	}
 	if c.size < 1 || c.rank < 0 || c.rank >= c.size {
 		return fmt.Errorf("%w: the PMI server gave rank %d of %d", ErrEnvironment, c.rank, c.size)

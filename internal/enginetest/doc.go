@@ -7,7 +7,7 @@
 // environment variable).
 //
 // A launcher that is not installed, or a Slurm cluster that is not
-// running, skips its tests with the reason; FIBERMPI_ENGINES_REQUIRED=1
-// (set by make test-launch, which installs and starts them through
-// scripts/engines.sh) turns those skips into failures.
+// running, skips its tests with the reason; FIBERMPI_ENGINES_REQUIRED, a
+// list of "hydra" and "slurm" (set by make test-launch, which installs and
+// starts them through scripts/engines.sh), turns those skips into failures.
 package enginetest
