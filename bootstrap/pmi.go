@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -712,6 +713,10 @@ func (c *pmiClient) Abort(code int, reason string) error {
 		return err
 	}
 	fmt.Fprintf(c.stderr, "bootstrap: rank %d aborted the job with code %d: %s\n", c.rank, code, reason)
+	// The launcher kills the job as soon as it reads the abort, and may
+	// not have forwarded the reason from this process's stderr by then
+	// (Hydra lost it now and then): a short pause lets it read both.
+	time.Sleep(abortPause)
 	// Hydra (MPICH 4.0) does not know PMI-2's abort command but takes
 	// PMI-1's on a PMI-2 connection; Slurm knows PMI-2's. The reason is
 	// printed here, so the server gets only a pointer to it.
@@ -759,6 +764,10 @@ func (c *pmiClient) Close() error {
 	}
 	return nil
 }
+
+// abortPause is the pause between printing an abort's reason and sending
+// the abort.
+const abortPause = 50 * time.Millisecond
 
 func hasEnv(env lookupFunc, k string) bool {
 	_, ok := env(k)

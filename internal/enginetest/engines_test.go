@@ -67,7 +67,10 @@ func hydra(extra ...string) func(n int, prog string, args ...string) []string {
 func srun(extra ...string) func(n int, prog string, args ...string) []string {
 	return func(n int, prog string, args ...string) []string {
 		// -O: more tasks than the node's cores (the tests run 4 on 2).
-		c := append([]string{"srun", "-O", "-n", strconv.Itoa(n), "-t", "2"}, extra...)
+		// --kill-on-bad-exit: srun ends the step when a task fails, as
+		// mpiexec does (Slurm's default lets the others run, and neither
+		// its PMI-2 nor plain srun tells them).
+		c := append([]string{"srun", "-O", "--kill-on-bad-exit=1", "-n", strconv.Itoa(n), "-t", "2"}, extra...)
 		c = append(c, prog)
 		return append(c, args...)
 	}
@@ -83,7 +86,7 @@ func slurmMissing() string {
 	if err != nil {
 		return fmt.Sprintf("sinfo failed (%v): the one-node Slurm cluster is not running (scripts/engines.sh starts it)", err)
 	}
-	if !strings.Contains(string(out), "idle") && !strings.Contains(string(out), "mix") {
+	if !regexp.MustCompile(`idle|mix|alloc|completing`).Match(out) {
 		return fmt.Sprintf("no Slurm node is idle (sinfo: %q): scripts/engines.sh starts the one-node cluster", strings.TrimSpace(string(out)))
 	}
 	return ""
@@ -105,7 +108,7 @@ func (l launcher) label() string {
 	}
 	var c []string
 	for _, a := range l.command(0, "x") {
-		if a != "-n" && a != "0" && a != "-t" && a != "2" && a != "x" && a != "-O" {
+		if a != "-n" && a != "0" && a != "-t" && a != "2" && a != "x" && a != "-O" && a != "--kill-on-bad-exit=1" {
 			c = append(c, a)
 		}
 	}
@@ -357,8 +360,9 @@ func TestKill(t *testing.T) {
 	}
 }
 
-// TestAbort: rank 1 calls Abort(7, reason): the reason is printed once, a
-// launcher exits with 7, and (without a launcher) every other process gets
+// TestAbort: rank 1 calls Abort(7, reason): the reason is printed once,
+// mpiexec exits with 7 (srun with its highest task status, naming task 1's
+// 7), and (without a launcher) every other process gets
 // a *PeerError naming rank 1 that wraps ErrAborted.
 func TestAbort(t *testing.T) {
 	for _, l := range launchers {
@@ -370,7 +374,14 @@ func TestAbort(t *testing.T) {
 			if c := strings.Count(out, "reason-xyzzy"); c != 1 {
 				t.Errorf("the reason is printed %d times, want once; output:\n%s", c, out)
 			}
-			if l.command != nil {
+			if l.command != nil && l.command(0, "x")[0] == "srun" {
+				// srun exits with the highest status of its tasks: the
+				// others' SIGTERM (143) when it ends the step; it names
+				// rank 1's code.
+				if j.codes[0] == 0 || !strings.Contains(out, "task 1: Exited with exit code 7") {
+					t.Errorf("srun exited with %d, and did not name task 1's code 7; output:\n%s", j.codes[0], out)
+				}
+			} else if l.command != nil {
 				if j.codes[0] != 7 {
 					t.Errorf("%s exited with %d, want 7; output:\n%s", l.label(), j.codes[0], out)
 				}
