@@ -30,6 +30,7 @@ const (
 	envWant     = "FIBERMPI_ENGINE_WANT"
 	envN        = "FIBERMPI_ENGINE_N"
 	envRequired = "FIBERMPI_ENGINES_REQUIRED"
+	envDir      = "FIBERMPI_ENGINE_DIR" // where children write their RESULT lines too
 )
 
 // jobWait bounds one job: every wait of the tests is bounded by it.
@@ -135,11 +136,23 @@ func skipMissing(t *testing.T, l launcher) {
 	}
 }
 
-// result is a line of a child's output that the parent checks.
-func result(format string, args ...any) { fmt.Printf("RESULT "+format+"\n", args...) }
+// result is a line of a child's output that the parent checks. It goes to
+// standard output and to a file of the job's directory: a launcher that
+// kills the job may not forward a dying process's output.
+func result(format string, args ...any) {
+	line := fmt.Sprintf("RESULT "+format+"\n", args...)
+	fmt.Print(line)
+	f, err := os.OpenFile(filepath.Join(os.Getenv(envDir), strconv.Itoa(os.Getpid())), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err == nil {
+		_, _ = f.WriteString(line)
+		_ = f.Sync()
+		f.Close()
+	}
+}
 
 // job is one launched job: its combined output and its end.
 type job struct {
+	dir   string // the children's result files
 	out   lockedBuffer
 	cmds  []*exec.Cmd
 	codes []int // exit codes, -signal for a signal
@@ -182,11 +195,12 @@ func launch(t *testing.T, l launcher, n int, scenario string, extraEnv ...string
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := append(os.Environ(), envChild+"="+scenario, envWant+"="+l.name, envN+"="+strconv.Itoa(n))
+	dir := t.TempDir()
+	base := append(os.Environ(), envChild+"="+scenario, envWant+"="+l.name, envN+"="+strconv.Itoa(n), envDir+"="+dir)
 	base = append(base, l.env...)
 	base = append(base, extraEnv...)
 	args := []string{"-test.run=^TestChild$", "-test.v=false"}
-	j := &job{}
+	j := &job{dir: dir}
 	ctx, cancel := context.WithTimeout(context.Background(), jobWait)
 	defer cancel()
 	mk := func(argv []string, env []string) *exec.Cmd {
@@ -241,26 +255,30 @@ func launch(t *testing.T, l launcher, n int, scenario string, extraEnv ...string
 	return j
 }
 
-// results returns the RESULT lines of the job's output that match re.
+// results returns the RESULT lines of the children's files that match re.
 func (j *job) results(re string) [][]string {
-	return regexp.MustCompile(`(?m)^RESULT `+re+`$`).FindAllStringSubmatch(j.out.String(), -1)
-}
-
-// shmFiles lists the /dev/shm files of fibermpi that are there now.
-func shmFiles() map[string]bool {
-	m := map[string]bool{}
-	names, _ := filepath.Glob("/dev/shm/fibermpi-*")
-	for _, n := range names {
-		m[n] = true
+	var all []byte
+	files, _ := filepath.Glob(filepath.Join(j.dir, "*"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		all = append(all, b...)
 	}
-	return m
+	return regexp.MustCompile(`(?m)^RESULT `+re+`$`).FindAllStringSubmatch(string(all), -1)
 }
 
-// checkNoShmLeft fails if a fibermpi segment appeared since before.
-func checkNoShmLeft(t *testing.T, before map[string]bool) {
+// checkNoShmLeft fails if a /dev/shm file of the job's is left: the
+// children report the job id (other jobs, other tests', may run at the
+// same time).
+func checkNoShmLeft(t *testing.T, j *job) {
 	t.Helper()
-	for n := range shmFiles() {
-		if !before[n] {
+	ids := j.results(`job id=(\S+)`)
+	if len(ids) == 0 {
+		t.Errorf("no process reported the job id; output:\n%s", j.out.String())
+		return
+	}
+	for _, id := range ids {
+		names, _ := filepath.Glob("/dev/shm/fibermpi-" + id[1] + "*")
+		for _, n := range names {
 			t.Errorf("shared memory segment left behind: %s", n)
 			_ = os.Remove(n)
 		}
@@ -303,7 +321,6 @@ func TestSmoke(t *testing.T) {
 				if testing.Short() && n > 2 {
 					t.Skip("short mode: 2 processes only")
 				}
-				before := shmFiles()
 				j := launch(t, l, n, "smoke")
 				got := j.results(`smoke-ok rank=(\d+) sum=(\d+) ring=(\d+) transport=(\S+)`)
 				if len(got) != n {
@@ -314,7 +331,7 @@ func TestSmoke(t *testing.T) {
 						t.Errorf("rank %s: sum %s (want %d), ring %s, transport %s", g[1], g[2], n*(n-1)/2, g[3], g[4])
 					}
 				}
-				checkNoShmLeft(t, before)
+				checkNoShmLeft(t, j)
 			})
 		}
 	}
@@ -329,7 +346,6 @@ func TestKill(t *testing.T) {
 	for _, l := range launchers {
 		t.Run(l.label(), func(t *testing.T) {
 			skipMissing(t, l)
-			before := shmFiles()
 			j := launch(t, l, 3, "kill")
 			out := j.out.String()
 			killed := j.results(`killing rank=1 at=(\d+)`)
@@ -355,7 +371,7 @@ func TestKill(t *testing.T) {
 				seen, _ := strconv.ParseInt(g[3], 10, 64)
 				t.Logf("loss of rank 1 seen after %v: %s", time.Duration(seen-at), g[4])
 			}
-			checkNoShmLeft(t, before)
+			checkNoShmLeft(t, j)
 		})
 	}
 }
@@ -368,7 +384,6 @@ func TestAbort(t *testing.T) {
 	for _, l := range launchers {
 		t.Run(l.label(), func(t *testing.T) {
 			skipMissing(t, l)
-			before := shmFiles()
 			j := launch(t, l, 3, "abort")
 			out := j.out.String()
 			if c := strings.Count(out, "reason-xyzzy"); c != 1 {
@@ -399,7 +414,7 @@ func TestAbort(t *testing.T) {
 					}
 				}
 			}
-			checkNoShmLeft(t, before)
+			checkNoShmLeft(t, j)
 		})
 	}
 }
@@ -468,6 +483,7 @@ func TestChild(t *testing.T) {
 	if b.Name() != os.Getenv(envWant) || b.Size() != n {
 		t.Fatalf("Detect chose %s, size %d; want %s, size %d", b.Name(), b.Size(), os.Getenv(envWant), n)
 	}
+	result("job id=%s", b.JobID())
 	switch scenario {
 	case "exchange":
 		childExchange(t, b)
