@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fibermpi/fibermpi/internal/bootwire"
@@ -73,7 +74,9 @@ func fmpirunEnv(env lookupFunc) (rank, size int, jobID, sock string, err error) 
 type client struct {
 	name       string
 	server     serverInfo
-	afterClose func() // rank 0 of a store job: waits for the others, stops the store
+	afterClose func()                     // rank 0 of a store job: waits for the others, stops the store
+	endAfter   time.Duration              // a store job: end the process this long after a failure
+	endTimer   atomic.Pointer[time.Timer] // armed by die when endAfter is set
 	rank, size int
 	jobID      string
 	conn       net.Conn
@@ -105,7 +108,7 @@ func openFmpirun(env lookupFunc) (Bootstrap, error) {
 		return nil, fmt.Errorf("%w: cannot reach fmpirun at %s=%s: %v (has the job ended, or is this environment left over from another one?)",
 			ErrEnvironment, EnvBoot, sock, err)
 	}
-	return join(conn, "fmpirun", fmpirunServer, rank, size, jobID)
+	return join(conn, "fmpirun", fmpirunServer, rank, size, jobID, 0)
 }
 
 // fmpirunServer names fmpirun in the errors of a lost connection.
@@ -122,7 +125,9 @@ type serverInfo struct {
 // bootwire protocol (fmpirun, or the store of the torchrun and slurm
 // backends), and returns the client once the server answered that every
 // process joined. It closes conn on failure.
-func join(conn net.Conn, name string, server serverInfo, rank, size int, jobID string) (Bootstrap, error) {
+// A positive endAfter makes the process end itself that long after a
+// failure (see client.end).
+func join(conn net.Conn, name string, server serverInfo, rank, size int, jobID string, endAfter time.Duration) (Bootstrap, error) {
 	id, exe := exeIdentity()
 	hello := bootwire.Msg{Type: bootwire.Hello, Version: bootwire.Version, Rank: int32(rank), Size: int32(size),
 		PID: int32(os.Getpid()), JobID: jobID, Identity: id, Exe: exe, Host: hostIdentity()}
@@ -141,7 +146,7 @@ func join(conn net.Conn, name string, server serverInfo, rank, size int, jobID s
 		return nil, replyError(m)
 	}
 	c := &client{
-		name: name, server: server, rank: rank, size: size, jobID: hello.JobID, conn: conn,
+		name: name, server: server, endAfter: endAfter, rank: rank, size: size, jobID: hello.JobID, conn: conn,
 		replies: make(chan bootwire.Msg, 1),
 		dead:    make(chan struct{}),
 		failed:  make(chan error, 1),
@@ -251,9 +256,36 @@ func (c *client) die(err error, notify bool) {
 		close(c.dead)
 		if notify {
 			c.failed <- err // buffered, sent once
+			if c.endAfter > 0 {
+				c.endTimer.Store(time.AfterFunc(c.endAfter, func() { c.end(err) }))
+			}
 		}
 	})
 }
+
+// end is what a store job does when the process neither closed its
+// bootstrap nor exited within endAfter of the job's failure: no launcher
+// will kill it, so it ends itself, naming the cause, with the abort's code
+// or 1.
+func (c *client) end(err error) {
+	select {
+	case <-c.closing:
+		return
+	default:
+	}
+	code := 1
+	if pe, ok := errors.AsType[*PeerError](err); ok && errors.Is(err, ErrAborted) {
+		var n int
+		if _, serr := fmt.Sscanf(pe.Cause, "aborted the job with code %d", &n); serr == nil && n != 0 {
+			code = n
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%v; ending this process (exit status %d): the job is over\n", err, code)
+	exit(code)
+}
+
+// exit ends the process; tests replace it.
+var exit = os.Exit
 
 func (c *client) Name() string         { return c.name }
 func (c *client) Rank() int            { return c.rank }
@@ -390,6 +422,9 @@ func (c *client) Close() error {
 	c.pending = nil
 	c.mu.Unlock()
 	close(c.closing)
+	if t := c.endTimer.Load(); t != nil {
+		t.Stop()
+	}
 	var err error
 	select {
 	case <-c.dead:

@@ -21,7 +21,9 @@ import (
 // connection that ends without Close into a Failed notice to the others
 // naming the rank (the process died or was killed), and an Abort into one
 // naming the aborting rank. Without a launcher nobody kills what is left:
-// each process learns of the failure through Failed and ends itself.
+// each process learns of the failure through Failed, and one that has
+// neither exited nor closed its bootstrap a second later ends itself,
+// printing the cause, with the abort's code or status 1.
 
 // jobIDKey is the key of the Record by which a store names the job before
 // it answers the join.
@@ -31,6 +33,12 @@ const jobIDKey = "fibermpi/jobid"
 // listen: the processes of a job start at about the same time, but not at
 // once.
 const storeDialWait = 60 * time.Second
+
+// storeEndGrace is how long a process of a store job may go on after
+// Failed fired before it ends itself (unless it closed its bootstrap: it
+// handled the failure). fmpirun kills a job's processes after the same
+// grace.
+const storeEndGrace = time.Second
 
 // storeWriteWait bounds one write to a process, so that one that stopped
 // reading cannot stall the store.
@@ -342,7 +350,7 @@ func openStoreJob(name string, rank, size int, addr, key, vars string) (Bootstra
 		time.Sleep(pause)
 		pause = min(2*pause, 200*time.Millisecond)
 	}
-	b, err := join(conn, name, storeServer, rank, size, key)
+	b, err := join(conn, name, storeServer, rank, size, key, storeEndGrace)
 	if err != nil {
 		if st != nil {
 			st.stop(0)

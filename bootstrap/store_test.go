@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,7 +144,7 @@ func TestStoreRefusals(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		b, err := join(conn, "torchrun", storeServer, rank, 2, key)
+		b, err := join(conn, "torchrun", storeServer, rank, 2, key, 0)
 		if err == nil {
 			b.(*client).conn.Close()
 			return fmt.Errorf("joined")
@@ -155,5 +156,31 @@ func TestStoreRefusals(t *testing.T) {
 	}
 	if err := dial(5, "job-d"); !errors.Is(err, ErrMismatch) {
 		t.Errorf("rank 5 of 2: %v", err)
+	}
+}
+
+// A process of a store job that neither exits nor closes its bootstrap
+// after a failure ends itself, with the abort's code.
+func TestStoreEndsProcess(t *testing.T) {
+	codes := make(chan int, 2)
+	exit = func(code int) { codes <- code }
+	defer func() { exit = os.Exit }()
+	bs := storeJob(t, 2, "job-f")
+	defer closeAll(t, bs)
+	if err := bs[1].Abort(7, "reason-xyzzy"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-codes:
+		if code != 7 {
+			t.Errorf("the process would end with %d, want 7", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("rank 0 did not end itself within 10 s of the abort")
+	}
+	select {
+	case <-codes:
+		t.Error("the aborting process ended itself too: its caller exits")
+	default:
 	}
 }

@@ -376,6 +376,35 @@ func TestKill(t *testing.T) {
 	}
 }
 
+// TestKillBlockedRecv: SIGKILL of rank 1 while the others wait in a
+// receive from it, a program that does not watch the bootstrap: the job
+// ends, every process exits non-zero, and under torchrun's variables (no
+// launcher to kill them) each of the others says it lost rank 1.
+func TestKillBlockedRecv(t *testing.T) {
+	for _, l := range launchers {
+		t.Run(l.label(), func(t *testing.T) {
+			skipMissing(t, l)
+			j := launch(t, l, 3, "killrecv")
+			out := j.out.String()
+			if len(j.results(`killing rank=1 at=(\d+)`)) != 1 {
+				t.Fatalf("rank 1 did not reach its kill; codes %v; output:\n%s", j.codes, out)
+			}
+			for i, c := range j.codes {
+				if c == 0 {
+					t.Errorf("process %d of the launch exited with 0; codes %v; output:\n%s", i, j.codes, out)
+				}
+			}
+			t.Logf("receives that returned: %v", j.results(`recv returned (.*)`))
+			if l.command == nil {
+				if n := strings.Count(out, "bootstrap: rank 1: lost its connection to the store on rank 0"); n != 2 {
+					t.Errorf("%d of the 2 other processes named rank 1 as they ended; output:\n%s", n, out)
+				}
+			}
+			checkNoShmLeft(t, j)
+		})
+	}
+}
+
 // TestAbort: rank 1 calls Abort(7, reason): the reason is printed once,
 // mpiexec exits with 7 (srun with its highest task status, naming task 1's
 // 7), and (without a launcher) every other process gets
@@ -491,6 +520,8 @@ func TestChild(t *testing.T) {
 		childSmoke(t, b)
 	case "kill", "abort":
 		childFail(t, b, scenario)
+	case "killrecv":
+		childKillRecv(t, b)
 	default:
 		t.Fatalf("unknown scenario %q", scenario)
 	}
@@ -648,4 +679,33 @@ func childFail(t *testing.T, b bootstrap.Bootstrap, scenario string) {
 	}
 	os.Stdout.Sync()
 	os.Exit(3)
+}
+
+// childKillRecv: rank 1 dies while the others wait in Recv from it; they
+// leave the ending to the runtime (a launcher, or the bootstrap itself).
+func childKillRecv(t *testing.T, b bootstrap.Bootstrap) {
+	p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{Bootstrap: b})
+	if err != nil {
+		t.Fatalf("Init: %v", err)
+	}
+	ep, err := p.World().Register(fiber.NewGoroutineWaiter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := comm.World[int](ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Barrier(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Rank() == 1 {
+		result("killing rank=1 at=%d", time.Now().UnixNano())
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(childWait)
+	}
+	buf := []int{0}
+	_, err = c.Recv(buf, 1, 9)
+	result("recv returned rank=%d err=%v", c.Rank(), err)
+	os.Exit(4)
 }
