@@ -54,7 +54,9 @@
 // a process whose connection ends without Close is reported to the others
 // as lost, by rank, within the time TCP takes to see the close. Rank 0's
 // Close waits until every other process has left the store. Nobody kills
-// what is left of such a job: each process ends itself when Failed fires.
+// what is left of such a job, so a process that has neither exited nor
+// closed its bootstrap one second after Failed fired ends itself, printing
+// the cause, with the abort's code or status 1.
 //
 // # fmpirun's environment
 //
