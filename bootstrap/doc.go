@@ -38,7 +38,9 @@
 // which parks the goroutine). The job id is the launcher's (kvsname or
 // PMI_JOBID, made safe in a file name). When the socket closes while the
 // job runs (the launcher died or is ending the job), Failed fires with a
-// *PeerError of rank -1. Abort prints the reason once, in the aborting
+// *PeerError of rank -1, and a process that has neither exited nor closed
+// its bootstrap a second later ends itself (status 1), naming the cause,
+// rather than live on as an orphan. Abort prints the reason once, in the aborting
 // process, and sends PMI's abort: mpiexec kills the job and exits with the
 // code; srun ends the step (with --kill-on-bad-exit, or KillOnBadExit=1,
 // also when a task dies, which Slurm's default does not).

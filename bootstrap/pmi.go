@@ -125,15 +125,16 @@ type pmiClient struct {
 	conn       net.Conn
 	stderr     io.Writer
 
-	reqMu   sync.Mutex // one request at a time
-	replies chan pmiMsg
-	dead    chan struct{} // closed by die
-	deadErr error         // written before dead is closed
-	failed  chan error
-	closing chan struct{}
-	done    chan struct{} // closed when the reader returns
-	once    sync.Once
-	ending  atomic.Bool // set by Close before it finalizes: the server may then hang up
+	reqMu    sync.Mutex // one request at a time
+	replies  chan pmiMsg
+	dead     chan struct{} // closed by die
+	deadErr  error         // written before dead is closed
+	failed   chan error
+	closing  chan struct{}
+	done     chan struct{} // closed when the reader returns
+	once     sync.Once
+	ending   atomic.Bool                // set by Close before it finalizes: the server may then hang up
+	endTimer atomic.Pointer[time.Timer] // armed by die: see end
 
 	mu      sync.Mutex
 	pending map[string][]string // puts not yet sent: the encoded chunks by key
@@ -392,8 +393,23 @@ func (c *pmiClient) die(err error, notify bool) {
 		close(c.dead)
 		if notify {
 			c.failed <- err
+			c.endTimer.Store(time.AfterFunc(pmiEndGrace, func() { c.end(err) }))
 		}
 	})
+}
+
+// pmiEndGrace is how long a process may go on after its PMI server went
+// away (Failed fired) before it ends itself, unless it closed its
+// bootstrap: a launcher that died cannot kill it, and its job is over.
+const pmiEndGrace = time.Second
+
+// end ends the process after the PMI server went away, naming the cause.
+func (c *pmiClient) end(err error) {
+	if c.ending.Load() {
+		return
+	}
+	fmt.Fprintf(c.stderr, "%v; ending this process (exit status 1): the job is over\n", err)
+	exit(1)
 }
 
 func (c *pmiClient) usable() error {
@@ -744,6 +760,9 @@ func (c *pmiClient) Close() error {
 	c.mu.Unlock()
 	var err error
 	c.ending.Store(true)
+	if t := c.endTimer.Load(); t != nil {
+		t.Stop()
+	}
 	// A Fence or Get under way in another goroutine holds reqMu: it gets
 	// ErrClosed below, and PMI is not finalized (the socket just closes).
 	if c.usable() == nil && c.reqMu.TryLock() {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -91,6 +92,11 @@ func TestPMI1Client(t *testing.T) {
 	f := newFakePMI1(t, 1, 2)
 	b := openFake(t, f, f.handshake)
 	defer b.Close()
+	codes := make(chan int, 1)
+	exit = func(code int) { codes <- code }
+	defer func() { exit = os.Exit }()
+	var stderr lockedBuf
+	b.(*pmiClient).stderr = &stderr
 	if b.Name() != "pmi" || b.Rank() != 1 || b.Size() != 2 || b.JobID() != "pmi-kvs_42_0" {
 		t.Fatalf("%s rank %d size %d job %q", b.Name(), b.Rank(), b.Size(), b.JobID())
 	}
@@ -159,6 +165,18 @@ func TestPMI1Client(t *testing.T) {
 	if err := b.Barrier(); !errors.Is(err, ErrPeerLost) {
 		t.Errorf("Barrier after the launcher left: %v", err)
 	}
+	// Not closed: the process ends itself rather than live on orphaned.
+	select {
+	case code := <-codes:
+		if code != 1 {
+			t.Errorf("the process would end with %d, want 1", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the process did not end itself within 10 s of losing its launcher")
+	}
+	if !strings.Contains(stderr.String(), "ending this process") {
+		t.Errorf("nothing said why the process ends: %q", stderr.String())
+	}
 }
 
 // read reads the next command, whatever it is.
@@ -221,4 +239,21 @@ func TestPMI1BadServer(t *testing.T) {
 	if err := <-done; !errors.Is(err, ErrPeerLost) {
 		t.Errorf("server gone during init: %v", err)
 	}
+}
+
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -189,7 +189,14 @@ func freePort(t *testing.T) int {
 // launch runs scenario in n processes under l and waits for them (bounded
 // by jobWait; the processes are killed, in their process groups, if they
 // run past it or the test ends first).
-func launch(t *testing.T, l launcher, n int, scenario string, extraEnv ...string) *job {
+func launch(t *testing.T, l launcher, n int, scenario string) *job {
+	t.Helper()
+	return launchWith(t, l, n, scenario, nil)
+}
+
+// launchWith is launch, with during run on its own goroutine while the job
+// runs; launchWith waits for it too.
+func launchWith(t *testing.T, l launcher, n int, scenario string, during func(*job)) *job {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -198,7 +205,6 @@ func launch(t *testing.T, l launcher, n int, scenario string, extraEnv ...string
 	dir := t.TempDir()
 	base := append(os.Environ(), envChild+"="+scenario, envWant+"="+l.name, envN+"="+strconv.Itoa(n), envDir+"="+dir)
 	base = append(base, l.env...)
-	base = append(base, extraEnv...)
 	args := []string{"-test.run=^TestChild$", "-test.v=false"}
 	j := &job{dir: dir}
 	ctx, cancel := context.WithTimeout(context.Background(), jobWait)
@@ -235,6 +241,11 @@ func launch(t *testing.T, l launcher, n int, scenario string, extraEnv ...string
 			t.Fatalf("starting %v: %v", c.Args, err)
 		}
 	}
+	var wg sync.WaitGroup
+	if during != nil {
+		wg.Go(func() { during(j) })
+	}
+	defer wg.Wait()
 	for _, c := range j.cmds {
 		err := c.Wait()
 		code := 0
@@ -405,6 +416,49 @@ func TestKillBlockedRecv(t *testing.T) {
 	}
 }
 
+// TestLauncherDies: the launcher is killed (SIGKILL of mpiexec; under
+// torchrun's variables, of rank 0, which serves the store) while the
+// processes wait in a barrier or sleep: none of them lives on.
+func TestLauncherDies(t *testing.T) {
+	for _, l := range launchers {
+		if l.command != nil && l.command(0, "x")[0] == "srun" {
+			continue // srun's processes belong to slurmd, not to srun
+		}
+		t.Run(l.label(), func(t *testing.T) {
+			skipMissing(t, l)
+			const n = 3
+			var pids []int
+			j := launchWith(t, l, n, "orphan", func(j *job) {
+				deadline := time.Now().Add(childWait)
+				for len(j.results(`waiting pid=(\d+)`)) < n && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				for _, g := range j.results(`waiting pid=(\d+)`) {
+					pid, _ := strconv.Atoi(g[1])
+					pids = append(pids, pid)
+				}
+				victim := j.cmds[0].Process // mpiexec, or rank 0
+				_ = victim.Signal(syscall.SIGKILL)
+			})
+			if len(pids) != n {
+				t.Fatalf("%d of %d processes started waiting; output:\n%s", len(pids), n, j.out.String())
+			}
+			// The launch has ended (launch waited for it); its processes
+			// must follow within the grace of a second and a margin.
+			deadline := time.Now().Add(10 * time.Second)
+			for _, pid := range pids {
+				for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+				}
+				if syscall.Kill(pid, 0) == nil {
+					t.Errorf("process %d lives on after its launcher died", pid)
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		})
+	}
+}
+
 // TestAbort: rank 1 calls Abort(7, reason): the reason is printed once,
 // mpiexec exits with 7 (srun with its highest task status, naming task 1's
 // 7), and (without a launcher) every other process gets
@@ -522,6 +576,17 @@ func TestChild(t *testing.T) {
 		childFail(t, b, scenario)
 	case "killrecv":
 		childKillRecv(t, b)
+	case "orphan":
+		// Rank 1 sleeps, the others wait for it in a barrier.
+		result("waiting pid=%d", os.Getpid())
+		if b.Rank() == 1 {
+			time.Sleep(childWait)
+			os.Exit(5)
+		}
+		err := b.Barrier()
+		fmt.Fprintf(os.Stderr, "rank %d: Barrier: %v\n", b.Rank(), err)
+		time.Sleep(childWait)
+		os.Exit(5)
 	default:
 		t.Fatalf("unknown scenario %q", scenario)
 	}
