@@ -33,6 +33,9 @@ type Data struct {
 	Procs   int        `json:"procs"` // processes in the job
 	Parts   []int      `json:"parts"` // the processes whose records these are
 	Ranks   []RankData `json:"ranks"`
+	// Deadlock is the wait-for graph of the job's deadlock report, if
+	// there was one.
+	Deadlock *WaitFor `json:"deadlock,omitempty"`
 }
 
 // RankData is one endpoint's recording.
@@ -152,6 +155,9 @@ func Merge(parts ...*Data) (*Data, error) {
 			}
 			addrs[r.Addr] = true
 			m.Ranks = append(m.Ranks, r)
+		}
+		if p.Deadlock != nil {
+			m.Deadlock = m.Deadlock.merge(p.Deadlock) // each process reports its ranks' waits
 		}
 	}
 	slices.Sort(m.Parts)

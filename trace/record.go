@@ -111,9 +111,10 @@ type Recorder struct {
 	max         int
 	start       int64
 
-	mu    sync.Mutex
-	ranks []*Rank
-	end   int64
+	mu       sync.Mutex
+	ranks    []*Rank
+	end      int64
+	deadlock *WaitFor
 }
 
 // NewRecorder returns a recorder for process proc of a job of procs
@@ -161,11 +162,12 @@ func (rc *Recorder) Data() *Data {
 	rc.mu.Lock()
 	ranks := slices.Clone(rc.ranks)
 	end := rc.end
+	dl := rc.deadlock
 	rc.mu.Unlock()
 	if end == 0 {
 		end = Now()
 	}
-	d := &Data{Version: FormatVersion, Procs: rc.procs, Parts: []int{rc.proc}}
+	d := &Data{Version: FormatVersion, Procs: rc.procs, Parts: []int{rc.proc}, Deadlock: dl}
 	for _, r := range ranks {
 		r.mu.Lock()
 		rd := RankData{Addr: r.addr, Proc: rc.proc, Start: rc.start, End: end,

@@ -2,7 +2,8 @@
 // communication matrix (who sent how many bytes and messages to whom) as an
 // SVG and a PNG heat map with a legend, a per-endpoint summary of where the
 // time went (computing, in point-to-point calls, in collectives; mpiP
-// style), and, for the parts of a job of several processes, one merged
+// style), the wait-for graph of a deadlock report when the job ended in one
+// (PREFIX.waitfor.svg and .png), and, for the parts of a job of several processes, one merged
 // trace that opens in Perfetto (ui.perfetto.dev) or chrome://tracing as a
 // timeline with one track per endpoint and an arrow per message.
 //
@@ -120,11 +121,30 @@ func cli(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", prefix+f.ext)
 	}
+	if dl := d.Deadlock; dl != nil {
+		side := min(*width, *height*3/2)
+		for _, f := range []struct {
+			ext  string
+			draw func(io.Writer) error
+		}{
+			{".waitfor.svg", func(w io.Writer) error { return writeWaitForSVG(w, dl, side, *height) }},
+			{".waitfor.png", func(w io.Writer) error { return writeWaitForPNG(w, dl, side, *height) }},
+		} {
+			if err := writeFile(prefix+f.ext, f.draw); err != nil {
+				fmt.Fprintf(stderr, "fmpi-trace: %v\n", err)
+				return 1
+			}
+			fmt.Fprintf(stdout, "wrote %s\n", prefix+f.ext)
+		}
+	}
 	fmt.Fprintf(stdout, "\ncommunication matrix (bytes/messages, by endpoint):\n")
 	writeMatrixText(stdout, m)
 	fmt.Fprintf(stdout, "\ntime per endpoint:\n")
 	if err := trace.WriteSummary(stdout, d.Summary()); err != nil {
 		return 1
+	}
+	if dl := d.Deadlock; dl != nil {
+		fmt.Fprintf(stdout, "\nthe job deadlocked; wait-for cycle %v\n%s\n", dl.Cycle, dl.Report)
 	}
 	return 0
 }

@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -222,5 +223,52 @@ func TestBadInput(t *testing.T) {
 		if st := cli(c.args, &stdout, &stderr); st != c.code || !strings.Contains(stderr.String(), c.msg) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", c.args, st, stderr.String(), c.code, c.msg)
 		}
+	}
+}
+
+// TestWaitForGraph: a trace whose job ended in a deadlock report, in two
+// parts, gets the merged wait-for graph drawn and the report printed.
+func TestWaitForGraph(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "dl.json")
+	parts := []*trace.Data{
+		{Version: trace.FormatVersion, Procs: 2, Parts: []int{0}, Ranks: []trace.RankData{{Addr: 0, End: 10}},
+			Deadlock: &trace.WaitFor{At: 5, Edges: []trace.WaitEdge{{From: 0, To: 1, Call: "Recv"}}, Idle: []int{1, 3}, Report: "part 0"}},
+		{Version: trace.FormatVersion, Procs: 2, Parts: []int{1}, Ranks: []trace.RankData{{Addr: 1, End: 10}},
+			Deadlock: &trace.WaitFor{At: 6, Edges: []trace.WaitEdge{{From: 1, To: 2, Call: "Send"}, {From: 2, To: 0, Call: "Barrier"}},
+				Cycle: []int{0, 1, 2, 0}, Report: "part 1"}},
+	}
+	for i, p := range parts {
+		if err := p.WriteFile(trace.PartPath(path, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if st := cli([]string{"-height", "500", path}, &stdout, &stderr); st != 0 {
+		t.Fatalf("exit %d\n%s", st, stderr.String())
+	}
+	if out := stdout.String(); !strings.Contains(out, "wait-for cycle [0 1 2 0]") || !strings.Contains(out, "part 0\npart 1") {
+		t.Errorf("output:\n%s", out)
+	}
+	d, err := trace.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := d.Deadlock; w == nil || len(w.Edges) != 3 || !slices.Equal(w.Idle, []int{3}) || !w.InCycle(2, 0) || w.InCycle(0, 2) {
+		t.Errorf("merged graph %+v", d.Deadlock)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "dl.waitfor.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := img.Bounds().Size(); s.X != 750 || s.Y != 500 {
+		t.Errorf("wait-for PNG %v, want 750x500", s)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "dl.waitfor.svg")); err != nil {
+		t.Error(err)
 	}
 }
