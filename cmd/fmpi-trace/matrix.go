@@ -33,8 +33,8 @@ func (g grid) Z(c, r int) float64 {
 	}
 	return math.NaN()
 }
-func (g grid) X(c int) float64    { return float64(c) }
-func (g grid) Y(r int) float64    { return float64(r) }
+func (g grid) X(c int) float64 { return float64(c) }
+func (g grid) Y(r int) float64 { return float64(r) }
 
 // ticks labels the positions 0..n-1 with the endpoints' addresses, at most
 // about 16 labels.
