@@ -80,6 +80,10 @@ type Endpoint struct {
 	// peerAddr): an endpoint's core never changes while the process lives.
 	peer     *core
 	peerAddr rdma.Addr
+
+	// tracing is set while a traced call runs the untraced one
+	// (trace.go).
+	tracing bool
 }
 
 // Rank returns the endpoint's rank in its world.
@@ -226,13 +230,9 @@ func (e *Endpoint) IsendInto(r *Request, c Comm, me, dst, tag int, data []byte) 
 }
 
 func (e *Endpoint) isendInto(r *Request, c Comm, me, dst, tag int, data []byte, sync bool) (*Request, error) {
-	if e.c.tr != nil {
+	if e.c.tr != nil && !e.tracing {
 		return e.tracedIsend(r, c, me, dst, tag, data, sync)
 	}
-	return e.isendRun(r, c, me, dst, tag, data, sync)
-}
-
-func (e *Endpoint) isendRun(r *Request, c Comm, me, dst, tag int, data []byte, sync bool) (*Request, error) {
 	if err := e.enter(); err != nil {
 		return nil, err
 	}
@@ -484,13 +484,9 @@ func (e *Endpoint) Ssend(c Comm, me, dst, tag int, data []byte) error {
 }
 
 func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool) error {
-	if e.c.tr != nil {
+	if e.c.tr != nil && !e.tracing {
 		return e.tracedSend(c, me, dst, tag, data, sync)
 	}
-	return e.sendRun(c, me, dst, tag, data, sync)
-}
-
-func (e *Endpoint) sendRun(c Comm, me, dst, tag int, data []byte, sync bool) error {
 	if err := e.enter(); err != nil {
 		return err
 	}

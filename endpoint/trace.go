@@ -57,7 +57,9 @@ func (p *Process) writeTrace() error {
 
 func (e *Endpoint) tracedIsend(r *Request, c Comm, me, dst, tag int, data []byte, sync bool) (*Request, error) {
 	t0 := trace.Now()
-	q, err := e.isendRun(r, c, me, dst, tag, data, sync)
+	e.tracing = true
+	q, err := e.isendInto(r, c, me, dst, tag, data, sync)
+	e.tracing = false
 	if err == nil {
 		e.c.tr.Sent(t0, int32(c.Addrs[dst]), int32(tag), c.Context, len(data))
 	}
@@ -66,7 +68,9 @@ func (e *Endpoint) tracedIsend(r *Request, c Comm, me, dst, tag int, data []byte
 
 func (e *Endpoint) tracedSend(c Comm, me, dst, tag int, data []byte, sync bool) error {
 	t0 := trace.Now()
-	err := e.sendRun(c, me, dst, tag, data, sync)
+	e.tracing = true
+	err := e.blockingSend(c, me, dst, tag, data, sync)
+	e.tracing = false
 	if err == nil {
 		e.c.tr.Sent(t0, int32(c.Addrs[dst]), int32(tag), c.Context, len(data))
 	}
