@@ -141,7 +141,7 @@ func (rc *Recorder) Rank(addr int32) *Rank {
 			return r
 		}
 	}
-	r := &Rank{rc: rc, addr: addr, pairs: make(map[int32]*Pair)}
+	r := &Rank{rc: rc, addr: addr, pairs: make(map[int32]*Pair), names: []string{""}}
 	rc.ranks = append(rc.ranks, r)
 	return r
 }
@@ -170,13 +170,19 @@ func (rc *Recorder) Data() *Data {
 	d := &Data{Version: FormatVersion, Procs: rc.procs, Parts: []int{rc.proc}, Deadlock: dl}
 	for _, r := range ranks {
 		r.mu.Lock()
-		rd := RankData{Addr: r.addr, Proc: rc.proc, Start: rc.start, End: end,
-			Records: slices.Clone(r.recs), Dropped: r.dropped}
+		rd := RankData{Addr: r.addr, Proc: rc.proc, Start: rc.start, End: end, Dropped: r.dropped}
+		rd.Records = make([]Record, 0, r.n)
+		for _, c := range r.chunks {
+			for _, x := range c {
+				rd.Records = append(rd.Records, Record{Kind: x.kind, Start: x.start, End: x.end, Peer: x.peer,
+					Tag: x.tag, Context: x.ctx, Bytes: x.bytes, Name: r.names[x.name]})
+			}
+		}
 		for _, p := range r.pairs {
 			rd.Pairs = append(rd.Pairs, *p)
 		}
 		r.mu.Unlock()
-		if len(rd.Records) == 0 && len(rd.Pairs) == 0 && rd.Dropped == 0 {
+		if r.n == 0 && len(rd.Pairs) == 0 && rd.Dropped == 0 {
 			continue // an endpoint that never communicated (Init's, often)
 		}
 		slices.SortFunc(rd.Pairs, func(a, b Pair) int { return int(a.To) - int(b.To) })
@@ -194,22 +200,64 @@ type Rank struct {
 	addr int32
 
 	mu      sync.Mutex
-	recs    []Record
+	chunks  [][]rec // full but the last; each of chunkSize
+	n       int     // records in chunks
 	dropped int64
 	pairs   map[int32]*Pair
+	names   []string // rec.name indexes it; names[0] is ""
+}
+
+// rec is a Record as a Rank keeps it: without pointers, so that a million
+// of them cost the garbage collector nothing to scan, in chunks, so that
+// none is ever copied.
+type rec struct {
+	start, end, bytes int64
+	peer, tag         int32
+	ctx               uint32
+	name              uint16
+	kind              Kind
+}
+
+const chunkSize = 4096
+
+// add appends x; r.mu is held.
+func (r *Rank) add(x rec) {
+	if r.n >= r.rc.max {
+		r.dropped++
+		return
+	}
+	if last := len(r.chunks) - 1; last < 0 || len(r.chunks[last]) == chunkSize {
+		r.chunks = append(r.chunks, make([]rec, 0, chunkSize))
+	}
+	last := len(r.chunks) - 1
+	r.chunks[last] = append(r.chunks[last], x)
+	r.n++
+}
+
+// nameIndex returns name's index in r.names, adding it; r.mu is held.
+func (r *Rank) nameIndex(name string) uint16 {
+	if name == "" {
+		return 0
+	}
+	for i, n := range r.names {
+		if n == name {
+			return uint16(i)
+		}
+	}
+	if len(r.names) == 1<<16-1 {
+		return 0 // more distinct names than any program has: drop the name
+	}
+	r.names = append(r.names, name)
+	return uint16(len(r.names) - 1)
 }
 
 // Addr returns the endpoint address the rank records for.
 func (r *Rank) Addr() int32 { return r.addr }
 
-// Add appends rec.
-func (r *Rank) Add(rec Record) {
+// Add appends a record.
+func (r *Rank) Add(x Record) {
 	r.mu.Lock()
-	if len(r.recs) < r.rc.max {
-		r.recs = append(r.recs, rec)
-	} else {
-		r.dropped++
-	}
+	r.add(rec{kind: x.Kind, start: x.Start, end: x.End, peer: x.Peer, tag: x.Tag, ctx: x.Context, bytes: x.Bytes, name: r.nameIndex(x.Name)})
 	r.mu.Unlock()
 }
 
@@ -225,11 +273,7 @@ func (r *Rank) Sent(start int64, peer, tag int32, ctx uint32, n int) {
 	}
 	p.Msgs++
 	p.Bytes += int64(n)
-	if len(r.recs) < r.rc.max {
-		r.recs = append(r.recs, Record{Kind: KindSend, Start: start, End: end, Peer: peer, Tag: tag, Context: ctx, Bytes: int64(n)})
-	} else {
-		r.dropped++
-	}
+	r.add(rec{kind: KindSend, start: start, end: end, peer: peer, tag: tag, ctx: ctx, bytes: int64(n)})
 	r.mu.Unlock()
 }
 
