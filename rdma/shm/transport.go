@@ -437,10 +437,13 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 		return rdma.ErrAgain
 	}
 	o.writePacket(off, size, to, pk)
+	// The record holds a copy: the packet goes back to its pool before
+	// the record is published, so that by the time anyone sees the
+	// message (and its answer), the sender's packet is free again.
+	pool.Put(w, pk)
 	o.publish(uint64(size))
 	o.mu.unlock()
 	o.wake()
-	pool.Put(w, pk)
 	return nil
 }
 
