@@ -1,6 +1,8 @@
 // Command fmpi-trace turns a fibermpi trace into pictures and numbers: the
 // communication matrix (who sent how many bytes and messages to whom) as an
-// SVG and a PNG heat map with a legend, a per-endpoint summary of where the
+// SVG and a PNG heat map with a legend, a timeline (PREFIX.timeline.svg and
+// .png: a row per endpoint, its calls as bars, messages as lines), a
+// per-endpoint summary of where the
 // time went (computing, in point-to-point calls, in collectives; mpiP
 // style), the wait-for graph of a deadlock report when the job ended in one
 // (PREFIX.waitfor.svg and .png), and, for the parts of a job of several processes, one merged
@@ -12,7 +14,7 @@
 // job of several writes path.0, path.1, … which fmpi-trace merges:
 //
 //	go run ./examples/redblack -variant hybrid -trace t.json
-//	go run ./cmd/fmpi-trace t.json        # t.matrix.svg, t.matrix.png, summary
+//	go run ./cmd/fmpi-trace t.json        # t.matrix.*, t.timeline.*, summary
 //	FIBERMPI_TRACE=job.json fmpirun -n 4 ./prog
 //	fmpi-trace job.json                   # merges job.json.0..3 into job.json
 package main
@@ -45,6 +47,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: fmpi-trace [flags] trace.json [part ...]\n\n"+
 			"Draws a fibermpi trace's communication matrix (PREFIX.matrix.svg and .png) and\n"+
+			"timeline (PREFIX.timeline.svg and .png), and\n"+
 			"prints where each endpoint's time went. Given the path a job of several\n"+
 			"processes traced to (whose parts are path.0, path.1, …) or the parts\n"+
 			"themselves, it first merges them into one trace.\n\nFlags:\n")
@@ -114,6 +117,8 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	}{
 		{".matrix.svg", func(w io.Writer) error { return writeMatrixSVG(w, m, *width, *height) }},
 		{".matrix.png", func(w io.Writer) error { return writeMatrixPNG(w, m, *width, *height) }},
+		{".timeline.svg", func(w io.Writer) error { return writeTimelineSVG(w, d, *width, *height) }},
+		{".timeline.png", func(w io.Writer) error { return writeTimelinePNG(w, d, *width, *height) }},
 	} {
 		if err := writeFile(prefix+f.ext, f.draw); err != nil {
 			fmt.Fprintf(stderr, "fmpi-trace: %v\n", err)

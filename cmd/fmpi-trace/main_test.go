@@ -131,11 +131,19 @@ func TestJobOfProcesses(t *testing.T) {
 	checkPictures(t, strings.TrimSuffix(path, ".json"), 800, 400)
 }
 
-// checkPictures: the PNG decodes at the size asked for and the SVG is an
-// XML document with an svg root of the same proportions.
+// checkPictures: the matrix's and the timeline's PNG decode at the size
+// asked for and their SVG are XML documents with an svg root of the same
+// proportions.
 func checkPictures(t *testing.T, prefix string, width, height int) {
 	t.Helper()
-	b, err := os.ReadFile(prefix + ".matrix.png")
+	for _, kind := range []string{".matrix", ".timeline"} {
+		checkPicture(t, prefix+kind, width, height)
+	}
+}
+
+func checkPicture(t *testing.T, prefix string, width, height int) {
+	t.Helper()
+	b, err := os.ReadFile(prefix + ".png")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +154,7 @@ func checkPictures(t *testing.T, prefix string, width, height int) {
 	if s := img.Bounds().Size(); s.X != width || s.Y != height {
 		t.Errorf("PNG is %v, want %dx%d", s, width, height)
 	}
-	f, err := os.Open(prefix + ".matrix.svg")
+	f, err := os.Open(prefix + ".svg")
 	if err != nil {
 		t.Fatal(err)
 	}
