@@ -74,13 +74,30 @@ func (tl *timeline) Plot(c draw.Canvas, plt *plot.Plot) {
 		lo, hi := ty(y-h/2), ty(y+h/2)
 		c.FillPolygon(col, []vg.Point{{X: a, Y: lo}, {X: b, Y: lo}, {X: b, Y: hi}, {X: a, Y: hi}})
 	}
+	// Bars that touch at the picture's resolution are drawn as one, so
+	// that a trace of millions of calls is a picture of thousands of bars.
+	gap := vg.Points(0.3)
 	for _, k := range drawOrder {
 		st := kindStyle[k]
 		for i, r := range tl.d.Ranks {
+			var from, to float64
+			open := false
 			for _, rec := range r.Records {
-				if rec.Kind == k {
-					box(st.c, tl.ms(rec.Start), tl.ms(rec.End), float64(i), st.h)
+				if rec.Kind != k {
+					continue
 				}
+				a, b := tl.ms(rec.Start), tl.ms(rec.End)
+				if open && tx(a) <= tx(to)+gap && a >= from {
+					to = max(to, b)
+					continue
+				}
+				if open {
+					box(st.c, from, to, float64(i), st.h)
+				}
+				from, to, open = a, b, true
+			}
+			if open {
+				box(st.c, from, to, float64(i), st.h)
 			}
 		}
 	}
