@@ -12,6 +12,7 @@ import (
 	"github.com/fibermpi/fibermpi/match"
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/trace"
 )
 
 // The deadlock watchdog. Every registered caller of the job blocked in a
@@ -205,6 +206,7 @@ func (wd *watchdog) run() {
 			d := wd.check(now)
 			wd.ticks.Add(1)
 			if d != nil {
+				wd.p.rec.SetDeadlock(d.waitFor()) // nil-safe: tracing off
 				wd.p.fail(-1, d)
 				return
 			}
@@ -620,6 +622,28 @@ func recvOp(ctx uint32, src, tag, bytes int, world Comm, members []rdma.Addr) Op
 		op.PeerRank = slices.Index(world.Addrs, members[src])
 	}
 	return op
+}
+
+// waitFor is the report as a trace's wait-for graph (cmd/fmpi-trace
+// draws it): an edge per wait on a known rank, or on every other blocked
+// rank for a receive from any.
+func (d *DeadlockError) waitFor() trace.WaitFor {
+	w := trace.WaitFor{Idle: d.Idle, Cycle: d.Cycle, Report: d.Error()}
+	for _, b := range d.Waiting {
+		for _, op := range b.Ops {
+			switch {
+			case op.PeerRank >= 0:
+				w.Edges = append(w.Edges, trace.WaitEdge{From: b.Rank, To: op.PeerRank, Call: b.Call, Op: op.String()})
+			case !op.Send && op.Peer == AnySource:
+				for _, o := range d.Waiting {
+					if o.Rank != b.Rank {
+						w.Edges = append(w.Edges, trace.WaitEdge{From: b.Rank, To: o.Rank, Call: b.Call, Op: op.String()})
+					}
+				}
+			}
+		}
+	}
+	return w
 }
 
 // call names the blocking call k is in, as far as the watchdog knows.

@@ -11,6 +11,7 @@ import (
 	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/rdma/inproc"
 	"github.com/fibermpi/fibermpi/rdma/rdmatest"
+	"github.com/fibermpi/fibermpi/trace"
 )
 
 // fastWatch reports a deadlock after 20 ms, to keep the tests short.
@@ -280,5 +281,25 @@ func TestTimedWaitIsNotDeadlock(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDeadlockInTrace: with tracing on, the report's wait-for graph is in
+// the trace, for cmd/fmpi-trace to draw.
+func TestDeadlockInTrace(t *testing.T) {
+	path := t.TempDir() + "/trace.json"
+	err := RunWith(ThreadSingle, Options{Watch: fastWatch, Trace: path}, 2, func(ep *Endpoint) error {
+		return recvFrom(ep, 1-ep.Rank(), 0)
+	})
+	if !errors.Is(err, ErrDeadlock) {
+		t.Fatalf("Run: %v", err)
+	}
+	d, err := trace.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := d.Deadlock
+	if w == nil || len(w.Edges) != 2 || !w.InCycle(0, 1) || !w.InCycle(1, 0) || !strings.Contains(w.Report, "wait-for cycle") {
+		t.Fatalf("the trace's wait-for graph: %+v", w)
 	}
 }

@@ -166,7 +166,9 @@ func (r *Request) WaitFor(w *fiber.Waiter) error {
 		r.noteWait(w) // for the deadlock watchdog (job.go)
 		// Endpoint.Recv has the same lines, to keep its wait one frame
 		// above the fiber switch.
-		if r.ep.p.opts.Progress == ProgressCaller {
+		if r.ep.tr != nil {
+			r.tracedWait(w)
+		} else if r.ep.p.opts.Progress == ProgressCaller {
 			r.poll(w)
 		} else {
 			r.ev.Wait(w)
