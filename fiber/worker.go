@@ -70,22 +70,23 @@ type worker struct {
 	sleeping atomic.Bool
 	// stop asks the worker to cancel its fibers and exit (Close).
 	stop atomic.Bool
-	// wakeCh carries a wake-up to a sleeping worker (capacity 1).
-	wakeCh chan struct{}
-	_      cpu.CacheLinePad
+	// park is where the worker's thread sleeps and is woken.
+	park parker
+	_    cpu.CacheLinePad
 }
 
 func newWorker(s *Scheduler, id, nslots, cpuID int) *worker {
 	lines := (nslots + lineSlots - 1) / lineSlots
-	return &worker{
+	w := &worker{
 		id:     id,
 		s:      s,
 		cpu:    cpuID,
 		nslots: lines * lineSlots,
 		l1:     make([]atomic.Uint64, lines*lineWords),
 		l2:     make([]atomic.Uint64, (lines+63)/64),
-		wakeCh: make(chan struct{}, 1),
 	}
+	w.park.init()
+	return w
 }
 
 // signal marks slot runnable (seed 001 Alg. 4, ThreadSignal): an atomic OR
@@ -108,12 +109,7 @@ func (w *worker) signal(slot uint32) {
 }
 
 // wake ends the worker's sleep; harmless if it is awake.
-func (w *worker) wake() {
-	select {
-	case w.wakeCh <- struct{}{}:
-	default:
-	}
-}
+func (w *worker) wake() { w.park.wake() }
 
 // push queues a new fiber for the worker to create.
 func (w *worker) push(f *Fiber) {
@@ -210,20 +206,14 @@ func backoff(steps int) {
 // sleep parks the worker until signal, Spawn or Close wakes it, or, when an
 // idle hook is set, until PollInterval passes so the hook runs again.
 func (w *worker) sleep() {
+	w.park.prepare()
 	w.sleeping.Store(true)
-	if w.hasWork() {
-		w.sleeping.Store(false)
-		return
-	}
-	if w.s.cfg.Idle == nil {
-		<-w.wakeCh
-	} else {
-		t := time.NewTimer(w.s.cfg.PollInterval)
-		select {
-		case <-w.wakeCh:
-		case <-t.C:
+	if !w.hasWork() {
+		var d time.Duration // no limit
+		if w.s.cfg.Idle != nil {
+			d = w.s.cfg.PollInterval
 		}
-		t.Stop()
+		w.park.sleep(d)
 	}
 	w.sleeping.Store(false)
 }

@@ -1,0 +1,44 @@
+//go:build linux
+
+package fiber
+
+import (
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Futex operations on a word private to this process (linux/futex.h).
+const (
+	futexWaitPrivate = 0 | 128 // FUTEX_WAIT | FUTEX_PRIVATE_FLAG
+	futexWakePrivate = 1 | 128 // FUTEX_WAKE | FUTEX_PRIVATE_FLAG
+)
+
+// useFutex makes new workers sleep on a futex (true) or on a channel, the
+// portable way; a variable so that tests run both on Linux.
+var useFutex = true
+
+// futexSleep blocks the calling OS thread while word holds 0, for at most d
+// if d > 0. It may return early (a signal, a spurious wake-up): callers
+// re-check their condition. The thread blocks in the kernel through
+// syscall.Syscall, so the Go runtime sees a blocking system call and may
+// hand the thread's P to other goroutines meanwhile.
+func futexSleep(word *atomic.Uint32, d time.Duration) {
+	var ts *unix.Timespec
+	if d > 0 {
+		t := unix.NsecToTimespec(d.Nanoseconds())
+		ts = &t
+	}
+	// Safety: word is a field of a heap-allocated worker, which does not
+	// move and outlives the call; the kernel only reads it (and ts).
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWaitPrivate, 0,
+		uintptr(unsafe.Pointer(ts)), 0, 0)
+}
+
+// futexWake wakes the thread sleeping on word, if any.
+func futexWake(word *atomic.Uint32) {
+	// Safety: as in futexSleep; FUTEX_WAKE does not touch the memory.
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWakePrivate, 1, 0, 0, 0)
+}
