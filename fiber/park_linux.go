@@ -37,8 +37,10 @@ func futexSleep(word *atomic.Uint32, d time.Duration) {
 		uintptr(unsafe.Pointer(ts)), 0, 0)
 }
 
-// futexWake wakes the thread sleeping on word, if any.
+// futexWake wakes the thread sleeping on word, if any. FUTEX_WAKE never
+// blocks, so it is a raw system call, without telling the Go scheduler (as
+// the runtime's own futexwakeup does).
 func futexWake(word *atomic.Uint32) {
-	// Safety: as in futexSleep; FUTEX_WAKE does not touch the memory.
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWakePrivate, 1, 0, 0, 0)
+	// Safety: as in futexSleep; FUTEX_WAKE only uses the address as a key.
+	unix.RawSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWakePrivate, 1, 0, 0, 0)
 }
