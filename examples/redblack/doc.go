@@ -127,8 +127,8 @@
 // # Measuring
 //
 // Result.Elapsed times the iterations alone, from the moment every fiber is
-// set up (and the set-up's garbage collected) to the moment the last finishes, and Result.CPU the process's CPU
-// time meanwhile. BenchmarkRedBlack compares the variants on a 2048×2048
+// set up (and the set-up's garbage collected) to the moment the last
+// finishes, and Result.CPU the process's CPU time meanwhile. BenchmarkRedBlack compares the variants on a 2048×2048
 // grid in one run (BenchmarkRedBlackSmall on 512×512, where synchronization
 // weighs more); -repeat runs them in rounds from the command:
 //
