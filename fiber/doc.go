@@ -61,8 +61,13 @@
 // # Idle workers
 //
 // A worker with nothing to run calls Config.Idle (where the progress engine
-// runs), spins for about 50 µs, then backs off with growing pauses that touch
-// no shared memory, and after Config.SleepAfter (1 ms) sleeps. Signal and
+// runs), spins for about 5 µs, then pauses between looks, and after
+// Config.SleepAfter (1 ms) sleeps. On Linux a pause is sched_yield: it
+// returns at once on an idle machine, and on a busy one lets a thread
+// queued on the same CPU run first (perhaps the very worker that will
+// signal this one), where a busy wait would keep the CPU to the end of its
+// time slice. Elsewhere a pause is a growing busy wait that touches no
+// shared memory. Signal and
 // Spawn wake it only if it sleeps (one flag load). On Linux the worker's
 // thread sleeps on a futex, and the wake-up is one FUTEX_WAKE system call
 // that makes exactly that thread runnable: about 6–12 µs from Signal to the

@@ -44,3 +44,14 @@ func futexWake(word *atomic.Uint32) {
 	// Safety: as in futexSleep; FUTEX_WAKE only uses the address as a key.
 	unix.RawSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWakePrivate, 1, 0, 0, 0)
 }
+
+// pause is an idle worker's wait between two looks at its run queue once it
+// has spun hot for a while: sched_yield, which returns at once if nothing
+// else wants the CPU and otherwise lets that run first. When a machine has
+// more runnable threads than cores, the thread a worker waits for may be
+// queued behind it on the same CPU; a busy wait would hold the CPU until
+// the end of its time slice, milliseconds, while a yield hands it over.
+// The Go scheduler is not involved: the worker keeps its P.
+func pause(int) {
+	unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+}

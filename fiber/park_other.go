@@ -13,3 +13,7 @@ var useFutex = false
 func futexSleep(*atomic.Uint32, time.Duration) { panic("fiber: no futex on this platform") }
 
 func futexWake(*atomic.Uint32) { panic("fiber: no futex on this platform") }
+
+// pause is an idle worker's wait between two looks at its run queue once it
+// has spun hot for a while: here a busy wait of steps backoff steps.
+func pause(steps int) { backoff(steps) }

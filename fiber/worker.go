@@ -24,7 +24,7 @@ const (
 	spinPause = 32                    // loads per backoff step
 	backoffMx = 64                    // longest backoff, in steps
 	checkTime = 64                    // idle passes between clock reads
-	wakeSlack = 50 * time.Microsecond // idle time spent spinning before backing off
+	wakeSlack = 5 * time.Microsecond  // idle time spent spinning before backing off
 )
 
 // worker runs fibers on one locked OS thread. Fields are grouped by who
@@ -173,9 +173,10 @@ func (w *worker) loop() {
 			idle, idleSince, step = 0, time.Time{}, 0
 			continue
 		}
-		// Idle policy: spin hot, then back off, then sleep; the clock is
-		// read only every checkTime idle passes.
-		if idle++; idle%checkTime == 0 {
+		// Idle policy: spin hot, then pause between looks, then sleep. The
+		// clock is read every checkTime passes while spinning hot, and on
+		// every pass once pausing (a pause can last a time slice).
+		if idle++; idle%checkTime == 0 || step > 0 {
 			now := time.Now()
 			switch d := now.Sub(idleSince); {
 			case idleSince.IsZero():
@@ -184,18 +185,18 @@ func (w *worker) loop() {
 				w.sleep()
 				idle, idleSince, step = 0, time.Time{}, 0
 				continue
-			case d >= wakeSlack:
+			case d >= wakeSlack && idle%checkTime == 0:
 				step = min(step+1, backoffMx)
 			}
 		}
 		if step > 0 {
-			backoff(step)
+			pause(step)
 		}
 	}
 }
 
 // backoff burns roughly steps × spinPause loads without touching shared
-// memory or the Go scheduler.
+// memory or the Go scheduler: pause where the OS cannot yield.
 func backoff(steps int) {
 	var sink atomic.Uint32
 	for range steps * spinPause {
