@@ -67,8 +67,8 @@
 // queued on the same CPU run first (perhaps the very worker that will
 // signal this one), where a busy wait would keep the CPU to the end of its
 // time slice. Elsewhere a pause is a growing busy wait that touches no
-// shared memory. Signal and
-// Spawn wake it only if it sleeps (one flag load). On Linux the worker's
+// shared memory. Signal and Spawn wake a worker only if it sleeps (one flag
+// load). On Linux the worker's
 // thread sleeps on a futex, and the wake-up is one FUTEX_WAKE system call
 // that makes exactly that thread runnable: about 6–12 µs from Signal to the
 // woken fiber here (BenchmarkWakeAsleep), most of it the kernel waking an
