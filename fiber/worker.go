@@ -12,19 +12,19 @@ import (
 // Bit-vector geometry (seed 001 §3.1). Level 1 has one bit per fiber slot;
 // level 2 has one bit per level-1 cache line of lineWords words.
 const (
-	lineWords = 8                     // level-1 words per cache line (s1)
-	lineSlots = lineWords * 64        // fiber slots per level-1 line: 512
-	l2Slots   = 64 * lineSlots        // slots covered by one level-2 word: 32768
-	maxL2     = 64                    // level-2 words at most
-	maxSlots  = maxL2 * l2Slots       // 2,097,152 slots per worker at most
-	seedSlots = 8 * l2Slots           // the seed's 262,144 (s1 = s2 = 8)
-	maxCancel = 1 << 10               // resumes granted to a cancelled fiber
-	relook    = 16                    // times a pass re-takes one level-1 word
-	maxDirect = 64                    // direct handoffs between two worker resumes
-	spinPause = 32                    // loads per backoff step
-	backoffMx = 64                    // longest backoff, in steps
-	checkTime = 64                    // idle passes between clock reads
-	wakeSlack = 5 * time.Microsecond  // idle time spent spinning before backing off
+	lineWords = 8                    // level-1 words per cache line (s1)
+	lineSlots = lineWords * 64       // fiber slots per level-1 line: 512
+	l2Slots   = 64 * lineSlots       // slots covered by one level-2 word: 32768
+	maxL2     = 64                   // level-2 words at most
+	maxSlots  = maxL2 * l2Slots      // 2,097,152 slots per worker at most
+	seedSlots = 8 * l2Slots          // the seed's 262,144 (s1 = s2 = 8)
+	maxCancel = 1 << 10              // resumes granted to a cancelled fiber
+	relook    = 16                   // times a pass re-takes one level-1 word
+	maxDirect = 64                   // direct handoffs between two worker resumes
+	spinPause = 32                   // loads per backoff step
+	backoffMx = 64                   // longest backoff, in steps
+	checkTime = 64                   // idle passes between clock reads
+	wakeSlack = 5 * time.Microsecond // idle time spent spinning before backing off
 )
 
 // worker runs fibers on one locked OS thread. Fields are grouped by who
