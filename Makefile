@@ -4,6 +4,9 @@
 #   make bench       every benchmark, -count 6, output in bench.txt (benchstat it)
 #   make fuzz-smoke  every fuzz target for FUZZTIME (default 10s) each
 #   make lint        vet, gofmt, staticcheck (installed on first use)
+#   make bench-mpi   OSU-method benchmarks: fibermpi vs MPICH vs Open MPI, ROUNDS
+#                    (6) interleaved rounds, summary in bench-mpi.txt
+#   make bench-mpi-quick  the same at 8 B and 1 MiB only, in bench-mpi-quick.txt
 
 GO        ?= go
 PKGS      ?= ./...
@@ -14,7 +17,7 @@ COUNT     ?= 6
 # race detector runs on all of them.
 RACEFLAGS ?= -race
 
-.PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools
+.PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools bench-mpi bench-mpi-quick
 
 all: test
 
@@ -46,3 +49,10 @@ tools:
 
 lint: vet fmtcheck tools
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck $(PKGS)
+
+# Installs MPICH and Open MPI with apt-get if missing; see scripts/bench-mpi.sh.
+bench-mpi:
+	GO=$(GO) ROUNDS=$(COUNT) ./scripts/bench-mpi.sh
+
+bench-mpi-quick:
+	GO=$(GO) ROUNDS=$(COUNT) ./scripts/bench-mpi.sh -quick

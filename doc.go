@@ -32,13 +32,17 @@
 //	match     the concurrent matching table: 64-byte buckets, FIFO per key,
 //	          wildcards (seed 001 §3.2, and further)
 //	datatype  derived datatypes and packing (vector, indexed, subarray, ...)
-//	rdma      the transport interface, and its backends: one process
-//	          (inproc, the embedded default), one node (shm), many nodes (tcp)
+//	rdma      the transport interface and its backends: rdma/inproc (one
+//	          process, the embedded default), rdma/shm (processes of one
+//	          node), rdma/route (one transport per process that picks a
+//	          backend per destination); TCP between nodes is not built yet
 //	endpoint  processes, thread levels, endpoints, eager and rendezvous
 //	comm      Comm[T], Request[T], collectives, communicator creation
 //
-// Arrows point down only: match, packet and datatype import no other
-// fibermpi package, and nothing below endpoint imports another one.
+// Arrows point down only: fiber, match, packet and datatype import no other
+// fibermpi package (but internal/invariants); rdma imports packet, and its
+// backends only rdma and packet; endpoint is the one package that knows
+// them all, and comm builds on endpoint.
 // internal/invariants holds consistency checks compiled in only with the
 // build tag "invariants".
 //

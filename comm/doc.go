@@ -64,7 +64,10 @@
 // The endpoint's thread level (endpoint.ThreadSingle ... ThreadMultiple)
 // applies per endpoint (seed 004): a ThreadSingle endpoint serves one
 // registered caller, a ThreadMultiple one any number at once, each with its
-// own Comm. The send and receive paths take no endpoint lock at any level:
-// they touch the caller's packet deque, one matching-table bucket and the
-// transport.
+// own Comm. The eager send and receive paths take no endpoint lock at any
+// level: they touch the caller's packet deque, one matching-table bucket and
+// the transport. Locks are taken only off that path: by a rendezvous (its
+// request registry), towards a peer in another process that holds an
+// offered receive buffer, and towards a peer whose transport queue was full
+// (the backlog that keeps such packets in order).
 package comm

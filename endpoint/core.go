@@ -49,10 +49,10 @@ func newCore(p *Process, addr rdma.Addr, level ThreadLevel, mcfg match.Config) (
 		return nil, err
 	}
 	c := &core{p: p, addr: addr, level: level, table: t, rv: make(map[uint64]*Request)}
-	if p.local == nil {
-		c.off = newOffers()
+	if p.local == nil || p.procs > 1 {
+		c.off = newOffers() // some peers are reached only by packets
 	}
-	if err := p.tr.Bind(addr, c); err != nil {
+	if err := p.tr.Bind(addr, c, p.pool); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -84,14 +84,16 @@ func (c *core) getPacket(w int, waiter *fiber.Waiter) *packet.Packet {
 		if pk := c.p.pool.Get(w); pk != nil {
 			return pk
 		}
-		c.p.tr.Progress(w)
+		c.p.progress(w)
 		c.p.pause(waiter)
 	}
 }
 
 // send posts pk to addr, returning it to the pool if the transport refuses.
+// It stamps the packet with this endpoint's address.
 func (c *core) send(w int, to rdma.Addr, pk *packet.Packet) error {
-	if err := c.p.tr.Send(w, to, pk); err != nil {
+	pk.From = uint32(c.addr)
+	if err := c.p.post(w, to, pk); err != nil {
 		c.p.pool.Put(w, pk)
 		return fmt.Errorf("endpoint: send to %d: %w", to, err)
 	}
@@ -104,7 +106,7 @@ func (c *core) Receive(w int, pk *packet.Packet) {
 	switch pk.Kind {
 	case packet.KindEager, packet.KindRTS:
 		key := match.MustKey(pk.Context, pk.Source, pk.Tag)
-		from := rdma.Addr(pk.RemoteAddr)
+		from := rdma.Addr(pk.From)
 		r, ok, err := c.table.Arrive(key, pk)
 		if err != nil {
 			// The sender built the key from a checked communicator;
@@ -114,22 +116,27 @@ func (c *core) Receive(w int, pk *packet.Packet) {
 		if ok {
 			c.matched(w, r, pk)
 		}
-		if c.off != nil {
+		if c.p.remote(from) {
 			c.off.counted(from) // after matching: see offer.go
 		}
 	case packet.KindRTR:
-		if pk.Flags&rtrOffer != 0 {
-			c.onOffer(w, pk)
-			return
-		}
 		c.onRTR(w, pk)
 	case packet.KindDone:
 		c.onDone(w, pk)
-	case packet.KindControl:
-		c.onControl(w, pk)
-	default:
+	case kindOffer:
+		c.onOffer(w, pk)
+	case kindWithdraw:
+		c.onWithdraw(w, pk)
+	case kindWithdrawn, kindNotHeld:
+		id := pk.RecvID
 		c.p.pool.Put(w, pk)
-		panic(fmt.Sprintf("endpoint: unexpected packet kind %v", pk.Kind))
+		c.withdrawn(id)
+	case kindTaken:
+		c.p.pool.Put(w, pk) // the Done of the send that took the offer completes it
+	default:
+		kind := pk.Kind
+		c.p.pool.Put(w, pk)
+		panic(fmt.Sprintf("endpoint: unexpected packet kind %v", kind))
 	}
 }
 
@@ -169,8 +176,8 @@ func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 	}
 	// RTS: offer the receive buffer (as much of it as the message needs)
 	// to the sender, whose request id and address the RTS carries.
-	size := int(pk.RemoteLen)
-	sendID, from := pk.Request, rdma.Addr(pk.RemoteAddr)
+	size := int(pk.Size)
+	sendID, from := pk.SendID, rdma.Addr(pk.From)
 	buf := r.buf
 	if size > len(buf) {
 		r.status.Err = &TruncateError{Have: len(buf), Got: size}
@@ -193,9 +200,8 @@ func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 	rtr := pk // reuse the RTS packet for the reply
 	clearHeader(rtr)
 	rtr.Kind = packet.KindRTR
-	rtr.Request = sendID
-	rtr.Seq = r.id
-	rtr.RemoteKey, rtr.RemoteAddr, rtr.RemoteLen = region.Key, region.Addr, region.Len
+	rtr.SendID, rtr.RecvID = sendID, r.id
+	setRegion(rtr, region)
 	if err := c.send(w, from, rtr); err != nil {
 		c.unregister(r)
 		r.status.Err = err
@@ -206,22 +212,24 @@ func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 // onRTR runs at the sender: put the data into the offered buffer, tell the
 // receiver, complete the send.
 func (c *core) onRTR(w int, pk *packet.Packet) {
-	s := c.take(pk.Request)
+	sendID, recvID := pk.SendID, pk.RecvID
+	s := c.take(sendID)
 	if s == nil {
 		c.p.pool.Put(w, pk)
-		panic(fmt.Sprintf("endpoint: RTR for unknown send %d", pk.Request))
+		panic(fmt.Sprintf("endpoint: RTR for unknown send %d", sendID))
 	}
-	region := rdma.Region{Key: pk.RemoteKey, Addr: pk.RemoteAddr, Len: pk.RemoteLen}
-	data := s.buf
-	if uint64(len(data)) > region.Len {
-		data = data[:region.Len] // the receiver truncates; it reports that
+	region, err := rdma.ParseRegion(pk.Data())
+	if err == nil {
+		data := s.buf
+		if uint64(len(data)) > region.Len {
+			data = data[:region.Len] // the receiver truncates; it reports that
+		}
+		err = c.p.tr.Put(s.peer, region, 0, data)
 	}
-	err := c.p.tr.Put(s.peer, region, 0, data)
-	recvID := pk.Seq
 	done := pk
 	clearHeader(done)
 	done.Kind = packet.KindDone
-	done.Request = recvID
+	done.RecvID = recvID
 	if err != nil {
 		done.Flags = doneFailed
 	}
@@ -235,11 +243,12 @@ func (c *core) onRTR(w int, pk *packet.Packet) {
 
 // onDone runs at the receiver: the data is in its buffer.
 func (c *core) onDone(w int, pk *packet.Packet) {
-	r := c.take(pk.Request)
-	failed, offered, msgLen := pk.Flags&doneFailed != 0, pk.Flags&doneOffer != 0, pk.RemoteLen
+	id := pk.RecvID
+	r := c.take(id)
+	failed, offered, msgLen := pk.Flags&doneFailed != 0, pk.Flags&doneOffer != 0, pk.Size
 	c.p.pool.Put(w, pk)
 	if r == nil {
-		panic(fmt.Sprintf("endpoint: Done for unknown receive %d", pk.Request))
+		panic(fmt.Sprintf("endpoint: Done for unknown receive %d", id))
 	}
 	if offered {
 		c.onOfferDone(r, msgLen, failed)
@@ -254,9 +263,14 @@ func (c *core) onDone(w int, pk *packet.Packet) {
 
 // clearHeader zeroes a packet's protocol fields (not the pool's own).
 func clearHeader(pk *packet.Packet) {
-	pk.Context, pk.Source, pk.Tag = 0, 0, 0
-	pk.Seq, pk.Request = 0, 0
-	pk.RemoteAddr, pk.RemoteLen, pk.RemoteKey = 0, 0, 0
+	pk.Context, pk.Source, pk.Tag, pk.From = 0, 0, 0, 0
+	pk.SendID, pk.RecvID, pk.Size, pk.Count = 0, 0, 0, 0
 	pk.Kind, pk.Flags = packet.KindNone, 0
 	pk.SetLen(0)
+}
+
+// setRegion makes a registered region the payload of an RTR or an offer.
+func setRegion(pk *packet.Packet, r rdma.Region) {
+	var b [rdma.RegionWireSize]byte
+	_ = pk.SetData(rdma.AppendRegion(b[:0], r)) // cannot fail: 20 bytes
 }

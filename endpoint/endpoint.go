@@ -278,22 +278,21 @@ func (e *Endpoint) isEager(data []byte, sync bool) bool {
 //   - the message is eager: a packet carries it.
 func (e *Endpoint) quick(c Comm, me, dst, tag int, data []byte, sync bool) (bool, error) {
 	to := c.Addrs[dst]
-	if l := e.c.p.local; l != nil {
+	if e.c.p.remote(to) {
+		if off, ok := e.c.off.route(to, c.Context, int32(tag)); ok {
+			return true, e.putOffered(to, off, data)
+		}
+	} else {
 		peer := e.peer
 		if peer == nil || e.peerAddr != to {
 			peer = nil
-			if r, err := l.Peer(to); err == nil {
+			if r, err := e.c.p.local.Peer(to); err == nil {
 				peer, _ = r.(*core)
 			}
 			e.peer, e.peerAddr = peer, to
 		}
 		if peer != nil && peer.deliverDirect(c.Context, int32(me), int32(tag), data) {
 			return true, nil
-		}
-	}
-	if e.c.off != nil {
-		if off, ok := e.c.off.route(to, c.Context, int32(tag)); ok {
-			return true, e.putOffered(to, off, data)
 		}
 	}
 	if !e.isEager(data, sync) {
@@ -306,7 +305,6 @@ func (e *Endpoint) quick(c Comm, me, dst, tag int, data []byte, sync bool) (bool
 func (e *Endpoint) eager(c Comm, me, dst, tag int, data []byte) error {
 	pk := e.c.getPacket(e.worker, e.waiter)
 	pk.Context, pk.Source, pk.Tag = c.Context, int32(me), int32(tag)
-	pk.RemoteAddr = uint64(e.c.addr) // for the receiver's count (offer.go)
 	pk.Kind = packet.KindEager
 	if err := pk.SetData(data); err != nil { // cannot fail: EagerLimit <= payload
 		e.c.p.pool.Put(e.worker, pk)
@@ -325,9 +323,8 @@ func (e *Endpoint) rendezvous(c Comm, me, dst, tag int, data []byte, r *Request)
 	r.buf, r.peer = data, to
 	r.id = e.c.register(r)
 	pk.Kind = packet.KindRTS
-	pk.Request = r.id
-	pk.RemoteAddr = uint64(e.c.addr)
-	pk.RemoteLen = uint64(len(data))
+	pk.SendID = r.id
+	pk.Size = uint64(len(data))
 	if err := e.c.send(e.worker, to, pk); err != nil {
 		e.c.take(r.id)
 		return err
@@ -423,7 +420,7 @@ func (e *Endpoint) Iprobe(c Comm, src, tag int) (Status, bool, error) {
 	}
 	st := Status{Source: mk.Source(), Tag: mk.Tag(), Count: m.Len()}
 	if m.Kind == packet.KindRTS {
-		st.Count = int(m.RemoteLen)
+		st.Count = int(m.Size)
 	}
 	return st, true, nil
 }
@@ -436,7 +433,7 @@ func (e *Endpoint) Probe(c Comm, src, tag int) (Status, error) {
 		if err != nil || ok {
 			return st, err
 		}
-		e.c.p.tr.Progress(e.worker)
+		e.c.p.progress(e.worker)
 		e.c.p.pause(e.waiter)
 	}
 }

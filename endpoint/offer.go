@@ -1,9 +1,9 @@
 package endpoint
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fibermpi/fibermpi/match"
 	"github.com/fibermpi/fibermpi/packet"
@@ -16,7 +16,7 @@ import (
 // A receive with an exact source and tag and a buffer above the eager limit
 // registers its buffer and, if it is the first receive queued under its key
 // and no wildcard receive is posted (match.Table.Leads), offers the buffer to
-// the sender at once with an RTR flagged rtrOffer. The sender keeps the
+// the sender at once (a kindOffer packet, an RTR sent before any RTS). The sender keeps the
 // offer and uses it for its next send under that key, of any size: it Puts
 // the data into the buffer and sends Done, without an RTS. A send that finds
 // no offer goes as before: eager, or RTS → RTR → Put → Done.
@@ -49,36 +49,34 @@ import (
 // Transports that reach peers directly (rdma.Local, in-process) need none of
 // this: a sender fills a posted receive of any size itself (deliverDirect).
 
-// Packet flags of the receiver-driven rendezvous.
+// Packet kinds and flags of the receiver-driven rendezvous. The kinds are
+// this package's own (packet.KindUser upwards).
 const (
-	rtrOffer   = 1 // RTR: an offer, sent before any RTS; Request holds the receiver's count
-	doneFailed = 1 // Done: the Put failed, the receiver must not trust its buffer
-	doneOffer  = 2 // Done: completes an offer; RemoteLen holds the message length
-
-	// KindControl packets: a receiver withdrawing an offer, and the
-	// sender's answers.
-	ctlWithdraw  = 1 // receiver → sender: withdraw offer Seq (key Context, Tag; payload: receiver address)
-	ctlWithdrawn = 2 // sender → receiver: the offer was unused and is gone
-	ctlTaken     = 3 // sender → receiver: a send is using the offer; its Done follows
-	ctlNotHeld   = 4 // sender → receiver: no such offer (dropped as stale, or its Done was sent)
+	// kindOffer: receiver → sender, an offered buffer (payload: the
+	// region), for the receive RecvID under (Context, Tag); Count holds the
+	// receiver's count of eager and RTS packets from the sender.
+	kindOffer = packet.KindUser + iota
+	// kindWithdraw: receiver → sender, withdraw the offer of receive
+	// RecvID under (Context, Tag).
+	kindWithdraw
+	// The sender's answers to a withdrawal, for receive RecvID: the offer
+	// was unused and is gone; a send is using it (its Done follows); no
+	// such offer (dropped as stale, or its Done was sent).
+	kindWithdrawn
+	kindTaken
+	kindNotHeld
 )
 
-// setSender writes the sending endpoint's address as the payload of an offer
-// or a withdrawal (the receiver of either must answer it); sender reads it.
-func setSender(pk *packet.Packet, a rdma.Addr) {
-	var b [4]byte
-	binary.LittleEndian.PutUint32(b[:], uint32(a))
-	_ = pk.SetData(b[:]) // cannot fail: 4 bytes
-}
+// Flags of a Done.
+const (
+	doneFailed = 1 // the Put failed, the receiver must not trust its buffer
+	doneOffer  = 2 // completes an offer; Size holds the message length
+)
 
-func sender(pk *packet.Packet) rdma.Addr {
-	return rdma.Addr(binary.LittleEndian.Uint32(pk.Data()))
-}
-
-// offerKey names an offer at the sender: the receiver and the key of the
-// receive (the sender's own rank in the communicator is implied by ctx).
+// offerKey names an offer at the sender, among the offers of one receiver:
+// the key of the receive (the sender's own rank in the communicator is
+// implied by the context).
 type offerKey struct {
-	to  rdma.Addr
 	ctx uint32
 	tag int32
 }
@@ -89,80 +87,128 @@ type offer struct {
 	id     uint64 // the receive's rendezvous id at the receiver
 }
 
-// offers is an endpoint's state for the receiver-driven rendezvous.
+// offers is an endpoint's state for the receiver-driven rendezvous: one
+// peerOffers per endpoint of another process it talks to.
 type offers struct {
-	mu      sync.Mutex
-	arrived map[rdma.Addr]uint64 // receiver: eager and RTS packets from each peer
-	sent    map[rdma.Addr]uint64 // sender: eager and RTS packets to each peer
-	open    map[offerKey]offer   // sender: fresh offers not used yet
-	inUse   map[usedKey]bool     // sender: offers taken by a send whose Done is not sent yet
+	peers peerTable[peerOffers, *peerOffers]
 
-	kept, dropped uint64 // offers the sender kept and dropped (tests)
+	kept, dropped atomic.Uint64 // offers the sender kept and dropped (tests)
 }
 
-func newOffers() *offers {
-	return &offers{
-		arrived: make(map[rdma.Addr]uint64),
-		sent:    make(map[rdma.Addr]uint64),
-		open:    make(map[offerKey]offer),
-		inUse:   make(map[usedKey]bool),
-	}
+func newOffers() *offers { return &offers{} }
+
+// peerOffers is the offer state between this endpoint and one peer. The
+// counters are atomics so that a send takes no lock unless the peer holds an
+// offer (see route and keep for why that is safe).
+type peerOffers struct {
+	// sent counts the eager and RTS packets this endpoint sent to the
+	// peer (route adds before each; keep compares).
+	sent atomic.Uint64
+	// arrived counts the peer's eager and RTS packets matched or queued
+	// here (counted adds; arrivedFrom loads for an offer).
+	arrived atomic.Uint64
+	// open is len(offers), for route's lock-free check: keep adds before it
+	// compares sent, route loads after it adds to sent.
+	open atomic.Int32
+
+	mu     sync.Mutex
+	offers map[offerKey]offer // sender: fresh offers not used yet
+	inUse  map[uint64]bool    // sender: offers (by receive id) taken by a send whose Done is not sent yet
 }
 
-// usedKey names an offer taken by a send: the receiver and its receive id.
-type usedKey struct {
-	to rdma.Addr
-	id uint64
+// init makes the maps (peerTable calls it once, before publishing).
+func (po *peerOffers) init() {
+	po.offers = make(map[offerKey]offer)
+	po.inUse = make(map[uint64]bool)
+}
+
+// held returns the number of fresh offers held, for every peer (tests).
+func (o *offers) held() int {
+	n := 0
+	o.peers.each(func(po *peerOffers) { n += int(po.open.Load()) })
+	return n
+}
+
+// inUseCount returns the number of offers taken by sends whose Done is not
+// sent yet, for every peer (tests).
+func (o *offers) inUseCount() int {
+	n := 0
+	o.peers.each(func(po *peerOffers) {
+		po.mu.Lock()
+		n += len(po.inUse)
+		po.mu.Unlock()
+	})
+	return n
 }
 
 // arrivedFrom returns how many eager and RTS packets from peer have been
 // matched or queued.
 func (o *offers) arrivedFrom(peer rdma.Addr) uint64 {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.arrived[peer]
+	return o.peers.get(peer).arrived.Load()
 }
 
 // counted records an eager or RTS packet from peer, after it was matched
 // or queued.
 func (o *offers) counted(peer rdma.Addr) {
-	o.mu.Lock()
-	o.arrived[peer]++
-	o.mu.Unlock()
+	o.peers.get(peer).arrived.Add(1)
 }
 
 // route is called before every send to peer under (ctx, tag): it takes the
 // fresh offer for that key if there is one, else it counts the eager or RTS
 // packet the caller is about to send.
+//
+// It counts first and looks for offers second, while keep does the opposite
+// (announces an offer in open, then compares the count); with sequentially
+// consistent atomics, either route sees the offer (and takes it, under the
+// lock, uncounting its send) or keep sees the count that includes this send
+// (and drops the offer as stale). An offer kept while route waits for the
+// lock is found there. Dropping is always safe: the receive is then matched
+// by an RTS like any other.
 func (o *offers) route(peer rdma.Addr, ctx uint32, tag int32) (offer, bool) {
-	k := offerKey{peer, ctx, tag}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if off, ok := o.open[k]; ok {
-		delete(o.open, k)
-		o.inUse[usedKey{peer, off.id}] = true
-		return off, true
+	po := o.peers.get(peer)
+	po.sent.Add(1)
+	if po.open.Load() == 0 {
+		return offer{}, false
 	}
-	o.sent[peer]++
-	return offer{}, false
+	k := offerKey{ctx, tag}
+	po.mu.Lock()
+	defer po.mu.Unlock()
+	off, ok := po.offers[k]
+	if !ok {
+		return offer{}, false
+	}
+	delete(po.offers, k)
+	po.open.Add(-1)
+	po.inUse[off.id] = true
+	po.sent.Add(^uint64(0)) // this send goes by the offer: no eager or RTS
+	return off, true
 }
 
-// keep records an offer if it is fresh (see the top of this file) and the
-// sender may use offers, and reports whether it did.
-func (o *offers) keep(k offerKey, off offer, count uint64, level ThreadLevel) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if level == ThreadMultiple || o.sent[k.to] != count {
-		o.dropped++
+// keep records an offer from peer if it is fresh (see the top of this
+// file) and the sender may use offers, and reports whether it did. count is
+// the receiver's count of arrivals from this endpoint, mod 2^32.
+func (o *offers) keep(peer rdma.Addr, k offerKey, off offer, count uint32, level ThreadLevel) bool {
+	if level == ThreadMultiple {
+		o.dropped.Add(1)
 		return false
 	}
-	if _, dup := o.open[k]; dup {
+	po := o.peers.get(peer)
+	po.mu.Lock()
+	defer po.mu.Unlock()
+	po.open.Add(1)
+	if uint32(po.sent.Load()) != count {
+		po.open.Add(-1)
+		o.dropped.Add(1)
+		return false
+	}
+	if _, dup := po.offers[k]; dup {
 		// A fresh offer is used by the next send under its key, and the
 		// receiver offers again only after that send's Done.
-		panic(fmt.Sprintf("endpoint: two fresh offers for %+v", k))
+		po.open.Add(-1)
+		panic(fmt.Sprintf("endpoint: two fresh offers from %d for %+v", peer, k))
 	}
-	o.open[k] = off
-	o.kept++
+	po.offers[k] = off
+	o.kept.Add(1)
 	return true
 }
 
@@ -181,10 +227,13 @@ type pendingOffer struct {
 // need not lose Cancel for nothing). It reports false if r is not to be
 // offered.
 func (e *Endpoint) offerBuffer(c Comm, src, tag int, r *Request) (pendingOffer, bool) {
-	if e.c.off == nil || e.c.level == ThreadMultiple || src == AnySource || tag == AnyTag || len(r.buf) == 0 || e.Eager(len(r.buf)) {
+	if e.c.level == ThreadMultiple || src == AnySource || tag == AnyTag || len(r.buf) == 0 || e.Eager(len(r.buf)) {
 		return pendingOffer{}, false
 	}
 	to := c.Addrs[src]
+	if !e.c.p.remote(to) {
+		return pendingOffer{}, false // the sender fills the receive itself
+	}
 	count := e.c.off.arrivedFrom(to)
 	region, err := e.c.p.tr.Register(r.buf)
 	if err != nil {
@@ -203,11 +252,10 @@ func (e *Endpoint) offerReceive(key match.Key, po pendingOffer, r *Request) {
 		return
 	}
 	pk := e.c.getPacket(e.worker, e.waiter)
-	pk.Kind, pk.Flags = packet.KindRTR, rtrOffer
+	pk.Kind = kindOffer
 	pk.Context, pk.Tag = key.Context(), key.Tag()
-	pk.Request, pk.Seq = po.count, po.id
-	pk.RemoteKey, pk.RemoteAddr, pk.RemoteLen = po.region.Key, po.region.Addr, po.region.Len
-	setSender(pk, e.c.addr)
+	pk.Count, pk.RecvID = uint32(po.count), po.id
+	setRegion(pk, po.region)
 	if e.c.send(e.worker, po.to, pk) == nil {
 		r.offered = true // read by Cancel, the owner's call like this one
 	}
@@ -215,12 +263,14 @@ func (e *Endpoint) offerReceive(key match.Key, po pendingOffer, r *Request) {
 
 // onOffer runs at the sender when an offer arrives: keep it if fresh.
 func (c *core) onOffer(w int, pk *packet.Packet) {
-	from := sender(pk)
-	k := offerKey{from, pk.Context, pk.Tag}
-	off := offer{region: rdma.Region{Key: pk.RemoteKey, Addr: pk.RemoteAddr, Len: pk.RemoteLen}, id: pk.Seq}
-	count := pk.Request
+	from, k, count := rdma.Addr(pk.From), offerKey{pk.Context, pk.Tag}, pk.Count
+	region, err := rdma.ParseRegion(pk.Data())
+	off := offer{region: region, id: pk.RecvID}
 	c.p.pool.Put(w, pk)
-	c.off.keep(k, off, count, c.level)
+	if err != nil {
+		panic(fmt.Sprintf("endpoint: offer from %d: %v", from, err))
+	}
+	c.off.keep(from, k, off, count, c.level)
 }
 
 // putOffered sends data into an offered receive buffer: a Put of what fits,
@@ -234,15 +284,16 @@ func (e *Endpoint) putOffered(to rdma.Addr, off offer, data []byte) error {
 	if err != nil {
 		pk.Flags |= doneFailed
 	}
-	pk.Request, pk.RemoteLen = off.id, uint64(len(data))
+	pk.RecvID, pk.Size = off.id, uint64(len(data))
 	if serr := e.c.send(e.worker, to, pk); serr != nil && err == nil {
 		err = serr
 	}
 	// Only now may a withdrawal of this offer be answered "not held": the
 	// answer is sent after the Done, so it arrives after it (withdraw).
-	e.c.off.mu.Lock()
-	delete(e.c.off.inUse, usedKey{to, off.id})
-	e.c.off.mu.Unlock()
+	po := e.c.off.peers.get(to)
+	po.mu.Lock()
+	delete(po.inUse, off.id)
+	po.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrTransfer, err)
 	}
@@ -304,46 +355,29 @@ func (c *core) dropRegion(r *Request) {
 func (r *Request) withdraw() {
 	c := r.ep
 	pk := c.getPacket(packet.NoWorker, nil) // Cancel does not know its caller's waiter
-	pk.Kind, pk.Flags = packet.KindControl, ctlWithdraw
-	pk.Context, pk.Tag, pk.Seq = r.key.Context(), r.key.Tag(), r.id
-	setSender(pk, c.addr)
+	pk.Kind = kindWithdraw
+	pk.Context, pk.Tag, pk.RecvID = r.key.Context(), r.key.Tag(), r.id
 	if c.send(packet.NoWorker, r.peer, pk) != nil {
 		c.withdrawn(r.id) // the sender is gone: nothing will use the offer
 	}
 }
 
-// onControl handles the withdrawal packets.
-func (c *core) onControl(w int, pk *packet.Packet) {
-	switch pk.Flags {
-	case ctlWithdraw:
-		c.onWithdraw(w, pk)
-	case ctlWithdrawn, ctlNotHeld:
-		id := pk.Request
-		c.p.pool.Put(w, pk)
-		c.withdrawn(id)
-	case ctlTaken:
-		c.p.pool.Put(w, pk) // the Done of the send that took the offer completes it
-	default:
-		c.p.pool.Put(w, pk)
-		panic(fmt.Sprintf("endpoint: unexpected control packet %d", pk.Flags))
-	}
-}
-
 // onWithdraw runs at the sender: answer whether the offer is still unused.
 func (c *core) onWithdraw(w int, pk *packet.Packet) {
-	from := sender(pk)
-	k, id := offerKey{from, pk.Context, pk.Tag}, pk.Seq
-	var answer uint8 = ctlNotHeld
-	c.off.mu.Lock()
-	if c.off.inUse[usedKey{from, id}] {
-		answer = ctlTaken
-	} else if off, ok := c.off.open[k]; ok && off.id == id {
-		delete(c.off.open, k)
-		answer = ctlWithdrawn
+	from, k, id := rdma.Addr(pk.From), offerKey{pk.Context, pk.Tag}, pk.RecvID
+	answer := kindNotHeld
+	po := c.off.peers.get(from)
+	po.mu.Lock()
+	if po.inUse[id] {
+		answer = kindTaken
+	} else if off, ok := po.offers[k]; ok && off.id == id {
+		delete(po.offers, k)
+		po.open.Add(-1)
+		answer = kindWithdrawn
 	}
-	c.off.mu.Unlock()
+	po.mu.Unlock()
 	clearHeader(pk)
-	pk.Kind, pk.Flags, pk.Request = packet.KindControl, answer, id
+	pk.Kind, pk.RecvID = answer, id
 	_ = c.send(w, from, pk) // a receiver that is gone needs no answer
 }
 

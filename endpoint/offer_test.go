@@ -70,7 +70,7 @@ func TestOfferSkipsRTS(t *testing.T) {
 		src       int
 		want      map[packet.Kind]int
 	}{
-		{"posted first", true, 0, map[packet.Kind]int{packet.KindRTR: 1, packet.KindDone: 1}},
+		{"posted first", true, 0, map[packet.Kind]int{kindOffer: 1, packet.KindDone: 1}},
 		{"posted after", false, 0, map[packet.Kind]int{packet.KindRTS: 1, packet.KindRTR: 1, packet.KindDone: 1}},
 		{"wildcard posted first", true, AnySource, map[packet.Kind]int{packet.KindRTS: 1, packet.KindRTR: 1, packet.KindDone: 1}},
 	} {
@@ -137,8 +137,8 @@ func TestOfferStale(t *testing.T) {
 	if !r1.Test() || r1.Status().Count != 10 || !bytes.Equal(buf1[:10], pattern(10, 1)) {
 		t.Fatalf("the first message did not complete the first receive: %+v", r1.Status())
 	}
-	if o := h[0].c.off; o.dropped != 1 || o.kept != 0 || len(o.open) != 0 {
-		t.Fatalf("sender kept %d, dropped %d, holds %d offers; want the stale offer dropped", o.kept, o.dropped, len(o.open))
+	if o := h[0].c.off; o.dropped.Load() != 1 || o.kept.Load() != 0 || o.held() != 0 {
+		t.Fatalf("sender kept %d, dropped %d, holds %d offers; want the stale offer dropped", o.kept.Load(), o.dropped.Load(), o.held())
 	}
 	// The next message goes by RTS to the next receive.
 	second, err := h[0].Isend(w, 0, 1, 2, pattern(9000, 2))
@@ -164,9 +164,10 @@ func TestOfferStale(t *testing.T) {
 // and stale and are withdrawn, and every message must arrive once, in order.
 func TestOfferStress(t *testing.T) {
 	const n, window = 400, 4
-	for _, lim := range []int{-1, 0} {
-		t.Run(fmt.Sprintf("eager=%d", lim), func(t *testing.T) {
-			opts := Options{Workers: 2, EagerLimit: lim, Transport: &queued{Transport: inproc.New()}}
+	for _, c := range []struct{ lim, qlim int }{{-1, 0}, {0, 0}, {0, 3}} {
+		lim := c.lim
+		t.Run(fmt.Sprintf("eager=%d/queue=%d", lim, c.qlim), func(t *testing.T) {
+			opts := Options{Workers: 2, EagerLimit: lim, Transport: &queued{Transport: inproc.New(), limit: c.qlim}}
 			var offers *offers
 			err := RunWith(ThreadSingle, opts, 2, func(ep *Endpoint) error {
 				w := ep.World()
@@ -217,10 +218,10 @@ func TestOfferStress(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if offers.kept == 0 {
+			if offers.kept.Load() == 0 {
 				t.Fatal("no offer was ever used")
 			}
-			t.Logf("offers kept %d, dropped %d", offers.kept, offers.dropped)
+			t.Logf("offers kept %d, dropped %d", offers.kept.Load(), offers.dropped.Load())
 		})
 	}
 }
@@ -244,8 +245,8 @@ func TestOfferWithdraw(t *testing.T) {
 		t.Fatal(err)
 	}
 	deliver() // the offer reaches the sender, which keeps it
-	if !r1.offered || len(h[0].c.off.open) != 1 {
-		t.Fatalf("offered %v, sender holds %d offers", r1.offered, len(h[0].c.off.open))
+	if !r1.offered || h[0].c.off.held() != 1 {
+		t.Fatalf("offered %v, sender holds %d offers", r1.offered, h[0].c.off.held())
 	}
 	for range 2 { // the second Cancel sends no second withdrawal
 		if !r1.Cancel() {
@@ -253,8 +254,8 @@ func TestOfferWithdraw(t *testing.T) {
 		}
 	}
 	deliver()
-	if err := h[1].Wait(r1); !errors.Is(err, ErrCancelled) || len(h[0].c.off.open) != 0 {
-		t.Fatalf("withdrawn receive: %v, sender holds %d offers", err, len(h[0].c.off.open))
+	if err := h[1].Wait(r1); !errors.Is(err, ErrCancelled) || h[0].c.off.held() != 0 {
+		t.Fatalf("withdrawn receive: %v, sender holds %d offers", err, h[0].c.off.held())
 	}
 	buf := make([]byte, 10_000)
 	s, err := h[0].Isend(w, 0, 1, 5, pattern(9000, 5)) // goes by RTS now
@@ -320,7 +321,7 @@ func TestOfferWithdraw(t *testing.T) {
 	if err := h[1].Wait(r5); !errors.Is(err, ErrCancelled) {
 		t.Fatalf("cancelled receive: %v", err)
 	}
-	if o := h[0].c.off; len(o.open) != 0 || len(o.inUse) != 0 {
-		t.Fatalf("sender left with %d offers, %d in use", len(o.open), len(o.inUse))
+	if o := h[0].c.off; o.held() != 0 || o.inUseCount() != 0 {
+		t.Fatalf("sender left with %d offers, %d in use", o.held(), o.inUseCount())
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/fibermpi/fibermpi/match"
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
-	"github.com/fibermpi/fibermpi/rdma/inproc"
 )
 
 // ThreadLevel is how many threads may use an endpoint, with Snir's
@@ -121,6 +120,15 @@ type Options struct {
 	Fiber fiber.Config
 	// Progress says who polls the transport (default ProgressIdle).
 	Progress ProgressMode
+	// Bootstrap joins this process to a job of several; nil means the one
+	// the launcher's environment names (DetectBootstrap), or this process
+	// alone when there is none. It is not used with Transport.
+	Bootstrap Bootstrap
+	// Remote, in a job of several processes, carries the traffic to every
+	// other process instead of the default backends (shared memory with
+	// the processes of this node). Tests use it to join several Processes
+	// of one OS process.
+	Remote rdma.Transport
 }
 
 func (o Options) withDefaults() Options {
@@ -154,6 +162,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: PacketsPerWorker %d < 0", ErrOptions, o.PacketsPerWorker)
 	case o.Progress < ProgressIdle || o.Progress > ProgressCaller:
 		return fmt.Errorf("%w: %v", ErrOptions, o.Progress)
+	case o.Transport != nil && (o.Bootstrap != nil || o.Remote != nil):
+		return fmt.Errorf("%w: Transport is for a job of one process; it cannot be combined with Bootstrap or Remote", ErrOptions)
 	}
 	if err := d.Fiber.Validate(); err != nil {
 		return err
@@ -182,16 +192,34 @@ type Process struct {
 	pool  *packet.Pool
 	tr    rdma.Transport
 
+	// The job: this process's index among procs, the bootstrap (nil in a
+	// job of one process) and the owner of every endpoint address.
+	rank, procs int
+	boot        Bootstrap
+	layout      *rdma.Layout
+
 	mu      sync.Mutex
-	cores   []*core // by address
+	cores   []*core // this process's endpoints, in creation order
+	made    int     // endpoints CreateEndpoints made here (MaxEndpoints)
+	gen     int     // collective endpoint creations so far (bootstrap keys)
 	nextCtx uint32  // next context id for a world or process communicator (even: see ContextPairs)
+
+	// backlog holds packets the transport refused for now (backlog.go).
+	backlog backlog
 
 	// local reaches the peers of an in-process transport directly (nil for
 	// transports between processes).
 	local rdma.Local
 
-	world     Comm // the Init world: one endpoint per process
+	world     Comm  // the Init world: one endpoint per process
+	worldProc Comm  // its process communicator: worldCore alone
+	worldCore *core // this process's endpoint in it
 	finalized atomic.Bool
+
+	// failure is the error that ended the job, set once (watch).
+	failure atomic.Pointer[error]
+	// unwatch stops watch at Finalize; watched is closed when it returns.
+	unwatch, watched chan struct{}
 
 	// server is the communication server (ProgressServer): it polls until
 	// stop is set, then closes done.
@@ -210,9 +238,16 @@ type Comm struct {
 // Size returns the number of ranks.
 func (c Comm) Size() int { return len(c.Addrs) }
 
-// Init joins the job at the given thread level. Without a launcher the job
-// is this process alone (the embedded default): its world has one endpoint,
-// rank 0. CreateEndpoints makes more.
+// Init joins the job at the given thread level. Under a launcher (fmpirun;
+// see DetectBootstrap) the job is the processes it started, and the world
+// has one endpoint per process, rank i at process i. Without one the job is
+// this process alone (the embedded default): its world has one endpoint,
+// rank 0. CreateEndpoints makes more, collectively.
+//
+// In a job of several processes Init is collective: it exchanges transport
+// addresses through the bootstrap and sets up shared memory with the
+// processes of this node, and fails with a clear error if the processes do
+// not agree on the job.
 func Init(level ThreadLevel, opts Options) (*Process, error) {
 	if level < ThreadSingle || level > ThreadMultiple {
 		return nil, fmt.Errorf("%w: %v", ErrThreadLevel, level)
@@ -221,16 +256,41 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	p := &Process{opts: opts, level: level, tr: opts.Transport}
+	p := &Process{opts: opts, level: level, tr: opts.Transport, procs: 1, boot: opts.Bootstrap}
+	if p.tr == nil && p.boot == nil {
+		b, err := DetectBootstrap()
+		if err != nil {
+			return nil, err
+		}
+		p.boot = b
+	}
+	if p.boot != nil {
+		if p.boot.Size() > 1 {
+			p.rank, p.procs = p.boot.Rank(), p.boot.Size()
+		} else {
+			// A job of one process needs no bootstrap after this.
+			_ = p.boot.Close()
+			p.boot = nil
+		}
+	}
+	p.layout = rdma.NewLayout(p.procs)
 	if p.tr == nil {
-		p.tr = inproc.New()
+		// Before the workers start: their idle hook polls it.
+		tr, err := p.connect()
+		if err != nil {
+			if p.boot != nil {
+				_ = p.boot.Close()
+			}
+			return nil, err
+		}
+		p.tr = tr
 	}
 	p.local, _ = p.tr.(rdma.Local)
 	fcfg := opts.Fiber
 	if opts.Progress == ProgressIdle {
 		userIdle := fcfg.Idle
 		fcfg.Idle = func(w int) bool {
-			n := p.tr.Progress(w) > 0
+			n := p.progress(w) > 0
 			if userIdle != nil && userIdle(w) {
 				n = true
 			}
@@ -239,6 +299,10 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 	}
 	sched, err := fiber.New(fcfg)
 	if err != nil {
+		_ = p.tr.Close()
+		if p.boot != nil {
+			_ = p.boot.Close()
+		}
 		return nil, err
 	}
 	p.sched = sched
@@ -251,15 +315,33 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 	})
 	if err != nil {
 		sched.Close()
+		_ = p.tr.Close()
+		if p.boot != nil {
+			_ = p.boot.Close()
+		}
 		return nil, err
 	}
 	p.pool = pool
-	world, err := p.newComm(1)
+	ones := make([]int, p.procs)
+	for i := range ones {
+		ones[i] = 1
+	}
+	world, cores, err := p.addComms(0, ones)
 	if err != nil {
 		p.Finalize()
 		return nil, err
 	}
-	p.world = world
+	p.world, p.worldCore = world.world, cores[0]
+	p.worldProc = world.proc
+	if err := p.bound(); err != nil {
+		p.Finalize()
+		return nil, err
+	}
+	if p.boot != nil {
+		p.unwatch = make(chan struct{})
+		p.watched = make(chan struct{})
+		go p.watch()
+	}
 	if opts.Progress == ProgressServer {
 		p.serverDone = make(chan struct{})
 		go p.serve()
@@ -275,7 +357,7 @@ func (p *Process) serve() {
 	defer runtime.UnlockOSThread()
 	idle := 0
 	for !p.serverStop.Load() {
-		if p.tr.Progress(packet.NoWorker) > 0 {
+		if p.progress(packet.NoWorker) > 0 {
 			idle = 0
 			continue
 		}
@@ -283,6 +365,19 @@ func (p *Process) serve() {
 			runtime.Gosched() // long idle: let the Go scheduler run others
 		}
 	}
+}
+
+// remote reports whether the endpoint at a is reached only by packets (the
+// protocol between processes: offers, RTS), not directly: it lives in
+// another process, or the transport reaches no endpoint directly.
+func (p *Process) remote(a rdma.Addr) bool {
+	return p.local == nil || (p.procs > 1 && p.layout.Owner(a) != p.rank)
+}
+
+// progress polls the transport and drains the backlog, returning how much
+// it handled.
+func (p *Process) progress(w int) int {
+	return p.tr.Progress(w) + p.drain()
 }
 
 // pause lets other work run while a caller waits for a resource: a fiber
@@ -298,20 +393,87 @@ func (p *Process) pause(w *fiber.Waiter) {
 	runtime.Gosched()
 }
 
-// newComm makes k endpoints at this process and a communicator over them.
-func (p *Process) newComm(k int) (Comm, error) {
+// comms is what one collective endpoint creation makes: the new world
+// (every endpoint made, of every process) and this process's part of it.
+type comms struct {
+	world, proc Comm
+	rank        int // this process's first endpoint's rank in world
+}
+
+// newComms makes k endpoints at this process, collectively with every
+// process of the job (each may ask a different k), and the communicators
+// over them.
+func (p *Process) newComms(k int) (comms, []*core, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.finalized.Load() {
-		return Comm{}, ErrFinalized
+		return comms{}, nil, ErrFinalized
 	}
 	// Init's own endpoint is not counted: MaxEndpoints bounds the
 	// endpoints CreateEndpoints may add (the MPI_ENDPOINTS attribute).
-	if created := len(p.cores) - len(p.world.Addrs); created+k > p.opts.MaxEndpoints {
-		return Comm{}, fmt.Errorf("%w: %d more would exceed MaxEndpoints %d (created %d)",
-			ErrEndpoints, k, p.opts.MaxEndpoints, created)
+	var local error
+	if p.made+k > p.opts.MaxEndpoints {
+		local = fmt.Errorf("%w: %d more would exceed MaxEndpoints %d (created %d)",
+			ErrEndpoints, k, p.opts.MaxEndpoints, p.made)
 	}
-	c := Comm{Context: p.nextCtx, Addrs: make([]rdma.Addr, k)}
+	counts, err := p.agree(k, local)
+	if err != nil {
+		return comms{}, nil, err
+	}
+	base, err := p.layout.Append(counts)
+	if err != nil {
+		return comms{}, nil, fmt.Errorf("%w: %w", ErrEndpoints, err)
+	}
+	c, cores, err := p.addCommsLocked(base, counts)
+	if err != nil {
+		return comms{}, nil, err
+	}
+	p.made += k
+	if err := p.bound(); err != nil {
+		return comms{}, nil, err
+	}
+	return c, cores, nil
+}
+
+// bound returns, in a job of several processes, once every process has
+// bound its new endpoints, so that a send to any of them may start.
+func (p *Process) bound() error {
+	if p.boot == nil {
+		return nil
+	}
+	if err := p.boot.Fence(); err != nil {
+		return fmt.Errorf("%w: waiting for the other processes' endpoints: %w", ErrEndpoints, err)
+	}
+	return nil
+}
+
+// addComms is addCommsLocked under p.mu.
+func (p *Process) addComms(base rdma.Addr, counts []int) (comms, []*core, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.addCommsLocked(base, counts)
+}
+
+// addCommsLocked makes this process's counts[p.rank] endpoints at their
+// addresses (from base, as rdma.Layout.Append placed them) and the world
+// and process communicators. Every process takes the same context ids: a
+// pair for the world and, in a job of several processes, one for the
+// process communicator (in a job of one they are the same communicator).
+func (p *Process) addCommsLocked(base rdma.Addr, counts []int) (comms, []*core, error) {
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	k := counts[p.rank]
+	mine := rdma.Base(base, counts, p.rank)
+	world := Comm{Context: p.nextCtx, Addrs: make([]rdma.Addr, total)}
+	for i := range world.Addrs {
+		world.Addrs[i] = base + rdma.Addr(i)
+	}
+	proc := Comm{Context: world.Context, Addrs: world.Addrs[mine-base : mine-base+rdma.Addr(k)]}
+	if p.procs > 1 {
+		proc.Context = p.nextCtx + 2
+	}
 	mcfg := p.opts.Match
 	if mcfg.Expected == 0 {
 		// Seed 001 §3.2: the table size follows the number of concurrent
@@ -321,20 +483,27 @@ func (p *Process) newComm(k int) (Comm, error) {
 		// a few hundred bytes of table each, not tens of kilobytes.
 		pc := p.pool.Config()
 		packets := pc.Workers*pc.PerWorker + pc.Shared
-		mcfg.Expected = min(max(packets/k, 16), match.DefaultExpected)
+		mcfg.Expected = min(max(packets/max(k, 1), 16), match.DefaultExpected)
 	}
+	cores := make([]*core, k)
 	for i := range k {
-		addr := rdma.Addr(len(p.cores))
-		cr, err := newCore(p, addr, p.level, mcfg)
+		cr, err := newCore(p, mine+rdma.Addr(i), p.level, mcfg)
 		if err != nil {
-			return Comm{}, err
+			return comms{}, nil, err
 		}
-		cr.ctx.reserve(c.Context)
+		cr.ctx.reserve(world.Context)
+		if proc.Context != world.Context {
+			cr.ctx.reserve(proc.Context)
+		}
 		p.cores = append(p.cores, cr)
-		c.Addrs[i] = addr
+		cores[i] = cr
 	}
-	p.nextCtx += 2 // a pair: the world's collectives use Context+1
-	return c, nil
+	if p.procs > 1 {
+		p.nextCtx += 4
+	} else {
+		p.nextCtx += 2 // a pair: the world's collectives use Context+1
+	}
+	return comms{world: world, proc: proc, rank: int(mine - base)}, cores, nil
 }
 
 // ThreadLevel returns the level the process was initialised with.
@@ -350,30 +519,48 @@ func (p *Process) Options() Options { return p.opts }
 // Scheduler returns the process's fiber scheduler.
 func (p *Process) Scheduler() *fiber.Scheduler { return p.sched }
 
-// World returns the Init world's endpoint at this process (rank 0 of a
-// one-endpoint world in the embedded default), not yet registered.
+// World returns the Init world's endpoint at this process, not yet
+// registered: rank Rank() of a world with one endpoint per process (rank 0
+// of a one-endpoint world in the embedded default). Its Process
+// communicator holds it alone.
 func (p *Process) World() *Endpoint {
-	return &Endpoint{c: p.cores[p.world.Addrs[0]], world: p.world, rank: 0}
+	return &Endpoint{c: p.worldCore, world: p.world, proc: p.worldProc, rank: int32(p.rank)}
 }
 
+// Rank returns this process's index in the job, 0 to Procs()−1.
+func (p *Process) Rank() int { return p.rank }
+
+// Procs returns the number of processes in the job.
+func (p *Process) Procs() int { return p.procs }
+
+// Transport returns the transport the process's endpoints use (its Name
+// says which backends carry what).
+func (p *Process) Transport() rdma.Transport { return p.tr }
+
 // CreateEndpoints makes k endpoints at this process and returns them, not
-// yet registered, as the ranks of a new world communicator (seed 004
+// yet registered, as ranks of a new world communicator (seed 004
 // MPI_Endpoint_create; seed 003 CreateEndpoints). It is collective over the
-// processes of the job; in the embedded default the new world is these k
-// endpoints, ranks 0 to k−1. Endpoint.Process lists this process's
-// endpoints (CommProcess).
+// processes of the job, each of which may ask a different k (at least 1):
+// the new world holds process 0's endpoints first, then process 1's, and
+// so on. In the embedded default the new world is these k endpoints, ranks
+// 0 to k−1. Endpoint.Process lists this process's endpoints (CommProcess).
+// It blocks the calling goroutine until every process has called it.
 func (p *Process) CreateEndpoints(k int) ([]*Endpoint, error) {
 	if k < 1 {
+		// Still take part, so the other processes fail too instead of
+		// waiting.
+		if p.procs > 1 {
+			_, _, _ = p.newComms(-1)
+		}
 		return nil, fmt.Errorf("%w: CreateEndpoints(%d)", ErrEndpoints, k)
 	}
-	world, err := p.newComm(k)
+	c, cores, err := p.newComms(k)
 	if err != nil {
 		return nil, err
 	}
-	proc := Comm{Context: world.Context, Addrs: world.Addrs}
 	eps := make([]*Endpoint, k)
-	for i := range k {
-		eps[i] = &Endpoint{c: p.cores[world.Addrs[i]], world: world, proc: proc, rank: int32(i)}
+	for i, cr := range cores {
+		eps[i] = &Endpoint{c: cr, world: c.world, proc: c.proc, rank: int32(c.rank + i)}
 	}
 	return eps, nil
 }
@@ -385,6 +572,14 @@ func (p *Process) Finalize() error {
 	if !p.finalized.CompareAndSwap(false, true) {
 		return ErrFinalized
 	}
+	var berr error
+	if p.boot != nil && p.failure.Load() == nil {
+		// No process may close its transport while another may still
+		// send to it: wait for all of them (or the job's failure).
+		if err := p.boot.Barrier(); err != nil {
+			berr = fmt.Errorf("endpoint: Finalize: %w", err)
+		}
+	}
 	if p.serverDone != nil {
 		p.serverStop.Store(true)
 		<-p.serverDone
@@ -395,7 +590,13 @@ func (p *Process) Finalize() error {
 		_ = p.tr.Unbind(c.addr)
 	}
 	p.mu.Unlock()
-	return errors.Join(err, p.tr.Close())
+	err = errors.Join(berr, err, p.tr.Close())
+	if p.boot != nil {
+		close(p.unwatch)
+		<-p.watched
+		err = errors.Join(err, p.boot.Close())
+	}
+	return err
 }
 
 // Run is the common case in one call: Init, CreateEndpoints(k), and one fiber

@@ -50,11 +50,17 @@ func (t *remote) count() map[packet.Kind]int {
 // Progress delivers under deliverMu, so that packets reach their receivers
 // in the order they were sent even when several workers poll at once (the
 // rdma ordering contract).
+//
+// With limit > 0 it holds at most limit packets and refuses more with
+// rdma.ErrAgain, as a full ring or socket does: the endpoint's backlog then
+// holds them (backlog.go).
 type queued struct {
 	rdma.Transport
+	limit     int
 	mu        sync.Mutex
 	q         []queuedPacket
 	deliverMu sync.Mutex
+	refused   int // sends refused with ErrAgain
 }
 
 type queuedPacket struct {
@@ -64,8 +70,12 @@ type queuedPacket struct {
 
 func (t *queued) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.limit > 0 && len(t.q) >= t.limit {
+		t.refused++
+		return rdma.ErrAgain
+	}
 	t.q = append(t.q, queuedPacket{to, pk})
-	t.mu.Unlock()
 	return nil
 }
 
@@ -87,18 +97,20 @@ func (t *queued) Progress(w int) int {
 func TestProgressModes(t *testing.T) {
 	for _, mode := range []ProgressMode{ProgressIdle, ProgressServer, ProgressCaller} {
 		for _, lim := range []int{-1, 0} {
-			t.Run(fmt.Sprintf("%v/eager=%d/fibers", mode, lim), func(t *testing.T) {
-				opts := Options{Workers: 2, EagerLimit: lim, Progress: mode, Transport: &queued{Transport: inproc.New()}}
-				if err := RunWith(ThreadSingle, opts, 2, pingPong); err != nil {
-					t.Fatal(err)
-				}
-			})
-			t.Run(fmt.Sprintf("%v/eager=%d/goroutines", mode, lim), func(t *testing.T) {
-				opts := Options{Workers: 1, EagerLimit: lim, Progress: mode, Transport: &queued{Transport: inproc.New()}}
-				if err := RunGoroutines(ThreadSingle, opts, 2, pingPong); err != nil {
-					t.Fatal(err)
-				}
-			})
+			for _, qlim := range []int{0, 1} {
+				t.Run(fmt.Sprintf("%v/eager=%d/queue=%d/fibers", mode, lim, qlim), func(t *testing.T) {
+					opts := Options{Workers: 2, EagerLimit: lim, Progress: mode, Transport: &queued{Transport: inproc.New(), limit: qlim}}
+					if err := RunWith(ThreadSingle, opts, 2, pingPong); err != nil {
+						t.Fatal(err)
+					}
+				})
+				t.Run(fmt.Sprintf("%v/eager=%d/queue=%d/goroutines", mode, lim, qlim), func(t *testing.T) {
+					opts := Options{Workers: 1, EagerLimit: lim, Progress: mode, Transport: &queued{Transport: inproc.New(), limit: qlim}}
+					if err := RunGoroutines(ThreadSingle, opts, 2, pingPong); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
 		}
 	}
 }

@@ -177,7 +177,7 @@ func (r *Request) poll(w *fiber.Waiter) {
 		worker = f.Worker()
 	}
 	for !r.ev.Done() {
-		p.tr.Progress(worker)
+		p.progress(worker)
 		if r.ev.Done() {
 			break
 		}

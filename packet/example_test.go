@@ -83,7 +83,7 @@ func ExampleConfig_overflowGrow() {
 func ExamplePacket_EncodeHeader() {
 	pool, _ := packet.New(packet.Config{Workers: 1, PerWorker: 2, Shared: 1, PayloadSize: 64})
 	src := pool.Get(0)
-	src.Kind, src.Context, src.Source, src.Tag, src.Seq = packet.KindEager, 3, 1, 9, 17
+	src.Kind, src.Context, src.Source, src.Tag, src.From = packet.KindEager, 3, 1, 9, 17
 	_ = src.SetData([]byte("ping"))
 
 	wire := make([]byte, packet.HeaderWireSize+src.Len())
@@ -95,7 +95,7 @@ func ExamplePacket_EncodeHeader() {
 		panic(err)
 	}
 	copy(dst.Payload(), wire[n:])
-	fmt.Println(dst.Kind, dst.Source, dst.Tag, dst.Seq, string(dst.Data()))
+	fmt.Println(dst.Kind, dst.Source, dst.Tag, dst.From, string(dst.Data()))
 	pool.Put(0, src)
 	pool.Put(0, dst)
 	// Output:

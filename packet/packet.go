@@ -26,15 +26,16 @@ const (
 	// KindEager carries a whole message in its payload (eager protocol).
 	KindEager
 	// KindRTS is a rendezvous request-to-send: the sender announces a
-	// message too large for a packet; RemoteLen holds its size and
-	// Request the sender's request id.
+	// message too large for a packet; Size holds its length and SendID
+	// the sender's request.
 	KindRTS
-	// KindRTR is a rendezvous ready-to-receive: the receiver offers a
-	// registered buffer (RemoteAddr, RemoteLen, RemoteKey) and its
-	// request id (Request) for the sender to Put into.
+	// KindRTR is a rendezvous ready-to-receive: the receiver answers an
+	// RTS (SendID) with its request (RecvID) and, in the payload, the
+	// registered buffer for the sender to Put into (its encoding is the
+	// transport layer's: rdma.Region).
 	KindRTR
 	// KindDone tells the receiver that the rendezvous Put into its buffer
-	// has completed; Request names the receiver's request.
+	// has completed; RecvID names the receiver's request.
 	KindDone
 	// KindControl is any other control message of the runtime.
 	KindControl
@@ -107,20 +108,24 @@ type Packet struct {
 	Source int32
 	// Tag is the message tag.
 	Tag int32
+	// From is the job-wide address (rdma.Addr) of the endpoint that sent
+	// the packet: every kind carries it.
+	From uint32
+	// SendID names the sender's request in a rendezvous: set by RTS, and
+	// echoed by the receiver's RTR so the sender finds its request.
+	SendID uint64
+	// RecvID names the receiver's request in a rendezvous: set by RTR (and
+	// by the protocol's offers), echoed by Done (and by the control
+	// packets about an offer).
+	RecvID uint64
+	// Size is the length in bytes of the message a rendezvous moves: the
+	// message an RTS announces, or the one a Done reports put.
+	Size uint64
 	// length is the number of payload bytes in use (Len, SetLen).
 	length uint32
-	// Seq is a sequence number, e.g. for the non-overtaking order of
-	// messages with the same (context, source, tag).
-	Seq uint64
-	// Request is a request id of the protocol (RTS, RTR, Done).
-	Request uint64
-	// RemoteAddr, RemoteLen and RemoteKey describe a remote registered
-	// buffer for a rendezvous (RTR): its address (or offset) in the
-	// owner's memory region, its length in bytes, and the region's key
-	// (32 bits, as an InfiniBand rkey).
-	RemoteAddr uint64
-	RemoteLen  uint64
-	RemoteKey  uint32
+	// Count is a packet counter of the protocol above (the receiver's
+	// count of arrivals from the sender, carried by an offer).
+	Count uint32
 
 	// index is the packet's number in its pool; written once, by the
 	// pool, before the packet is first published.
@@ -137,7 +142,9 @@ type Packet struct {
 
 	// Kind says what the packet carries.
 	Kind Kind
-	// Flags is free for the protocol above (e.g. "synchronous send").
+	// Flags are boolean properties of the packet, defined per Kind by the
+	// protocol above (e.g. "the transfer failed" on a Done). A subtype is
+	// a Kind, not a flag.
 	Flags uint8
 }
 
@@ -202,12 +209,12 @@ func (p *Packet) clearHeader() {
 	p.Context = 0
 	p.Source = 0
 	p.Tag = 0
+	p.From = 0
+	p.SendID = 0
+	p.RecvID = 0
+	p.Size = 0
 	p.length = 0
-	p.Seq = 0
-	p.Request = 0
-	p.RemoteAddr = 0
-	p.RemoteLen = 0
-	p.RemoteKey = 0
+	p.Count = 0
 	p.Kind = KindNone
 	p.Flags = 0
 }
@@ -235,14 +242,14 @@ func (p *Packet) EncodeHeader(b []byte) int {
 	le.PutUint32(b[4:], uint32(p.Source))
 	le.PutUint32(b[8:], uint32(p.Tag))
 	le.PutUint32(b[12:], p.length)
-	le.PutUint64(b[16:], p.Seq)
-	le.PutUint64(b[24:], p.Request)
-	le.PutUint64(b[32:], p.RemoteAddr)
-	le.PutUint64(b[40:], p.RemoteLen)
-	le.PutUint32(b[48:], p.RemoteKey)
-	b[52] = byte(p.Kind)
-	b[53] = p.Flags
-	b[54], b[55] = 0, 0
+	le.PutUint32(b[16:], p.From)
+	le.PutUint32(b[20:], p.Count)
+	le.PutUint64(b[24:], p.SendID)
+	le.PutUint64(b[32:], p.RecvID)
+	le.PutUint64(b[40:], p.Size)
+	b[48] = byte(p.Kind)
+	b[49] = p.Flags
+	clear(b[50:HeaderWireSize])
 	return HeaderWireSize
 }
 
@@ -263,13 +270,13 @@ func (p *Packet) DecodeHeader(b []byte) error {
 	p.Source = int32(le.Uint32(b[4:]))
 	p.Tag = int32(le.Uint32(b[8:]))
 	p.length = n
-	p.Seq = le.Uint64(b[16:])
-	p.Request = le.Uint64(b[24:])
-	p.RemoteAddr = le.Uint64(b[32:])
-	p.RemoteLen = le.Uint64(b[40:])
-	p.RemoteKey = le.Uint32(b[48:])
-	p.Kind = Kind(b[52])
-	p.Flags = b[53]
+	p.From = le.Uint32(b[16:])
+	p.Count = le.Uint32(b[20:])
+	p.SendID = le.Uint64(b[24:])
+	p.RecvID = le.Uint64(b[32:])
+	p.Size = le.Uint64(b[40:])
+	p.Kind = Kind(b[48])
+	p.Flags = b[49]
 	return nil
 }
 
@@ -285,18 +292,18 @@ func (p *Packet) CopyHeader(src *Packet) {
 	p.Source = src.Source
 	p.Tag = src.Tag
 	p.length = src.length
-	p.Seq = src.Seq
-	p.Request = src.Request
-	p.RemoteAddr = src.RemoteAddr
-	p.RemoteLen = src.RemoteLen
-	p.RemoteKey = src.RemoteKey
+	p.From = src.From
+	p.Count = src.Count
+	p.SendID = src.SendID
+	p.RecvID = src.RecvID
+	p.Size = src.Size
 	p.Kind = src.Kind
 	p.Flags = src.Flags
 }
 
 // String describes the header, for debugging.
 func (p *Packet) String() string {
-	return fmt.Sprintf("packet#%d{%s ctx=%d src=%d tag=%d seq=%d len=%d/%d req=%d remote=%#x+%d key=%d flags=%#x}",
-		p.index, p.Kind, p.Context, p.Source, p.Tag, p.Seq, p.length, p.Cap(),
-		p.Request, p.RemoteAddr, p.RemoteLen, p.RemoteKey, p.Flags)
+	return fmt.Sprintf("packet#%d{%s ctx=%d src=%d tag=%d from=%d len=%d/%d send=%d recv=%d size=%d count=%d flags=%#x}",
+		p.index, p.Kind, p.Context, p.Source, p.Tag, p.From, p.length, p.Cap(),
+		p.SendID, p.RecvID, p.Size, p.Count, p.Flags)
 }

@@ -19,8 +19,8 @@ func newTestPool(t testing.TB, cfg Config) *Pool {
 func TestHeaderZeroedOnGet(t *testing.T) {
 	p := newTestPool(t, Config{Workers: 1, PerWorker: 1, Shared: 1, PayloadSize: 64})
 	pk := p.Get(0)
-	pk.Context, pk.Source, pk.Tag, pk.Seq = 1, 2, 3, 4
-	pk.Request, pk.RemoteAddr, pk.RemoteLen, pk.RemoteKey = 5, 6, 7, 8
+	pk.Context, pk.Source, pk.Tag, pk.From = 1, 2, 3, 4
+	pk.SendID, pk.RecvID, pk.Size, pk.Count = 5, 6, 7, 8
 	pk.Kind, pk.Flags = KindRTR, 9
 	pk.SetLen(10)
 	p.Put(0, pk)
@@ -28,8 +28,8 @@ func TestHeaderZeroedOnGet(t *testing.T) {
 	if pk2 != pk {
 		t.Fatalf("Get after Put returned another packet (not LIFO)")
 	}
-	if pk2.Context != 0 || pk2.Source != 0 || pk2.Tag != 0 || pk2.Seq != 0 || pk2.Request != 0 ||
-		pk2.RemoteAddr != 0 || pk2.RemoteLen != 0 || pk2.RemoteKey != 0 || pk2.Kind != KindNone ||
+	if pk2.Context != 0 || pk2.Source != 0 || pk2.Tag != 0 || pk2.From != 0 || pk2.SendID != 0 ||
+		pk2.RecvID != 0 || pk2.Size != 0 || pk2.Count != 0 || pk2.Kind != KindNone ||
 		pk2.Flags != 0 || pk2.Len() != 0 {
 		t.Fatalf("header not cleared by Get: %v", pk2)
 	}
@@ -95,8 +95,8 @@ func TestEncodeDecodeHeader(t *testing.T) {
 	a, b := p.Get(0), p.Get(0)
 	defer p.Put(0, a)
 	defer p.Put(0, b)
-	a.Context, a.Source, a.Tag, a.Seq = 0xC0DE, -3, -1, 1<<40+7
-	a.Request, a.RemoteAddr, a.RemoteLen, a.RemoteKey = 11, 0xFEED0000, 1<<33, 0xBEEF
+	a.Context, a.Source, a.Tag, a.From = 0xC0DE, -3, -1, 0xFEED0000
+	a.SendID, a.RecvID, a.Size, a.Count = 1<<40+7, 11, 1<<33, 0xBEEF
 	a.Kind, a.Flags = KindUser+3, 0x81
 	a.SetLen(200)
 	var buf [HeaderWireSize]byte
@@ -136,10 +136,10 @@ func TestEncodeDecodeHeader(t *testing.T) {
 func TestCopyHeader(t *testing.T) {
 	p := newTestPool(t, Config{Workers: 1, PerWorker: 2, Shared: 1, PayloadSize: 64})
 	a, b := p.Get(0), p.Get(0)
-	a.Context, a.Source, a.Tag, a.Seq, a.Kind = 1, 2, 3, 4, KindEager
+	a.Context, a.Source, a.Tag, a.From, a.Kind = 1, 2, 3, 4, KindEager
 	a.SetLen(5)
 	b.CopyHeader(a)
-	if b.Context != 1 || b.Source != 2 || b.Tag != 3 || b.Seq != 4 || b.Kind != KindEager || b.Len() != 5 {
+	if b.Context != 1 || b.Source != 2 || b.Tag != 3 || b.From != 4 || b.Kind != KindEager || b.Len() != 5 {
 		t.Fatalf("CopyHeader: %v", b)
 	}
 	if b.index == a.index {

@@ -28,11 +28,11 @@ func poison(p *Packet) {
 	p.Source = int32(poison32 - 1<<32)
 	p.Tag = int32(poison32 - 1<<32)
 	p.length = poison32
-	p.Seq = poison64
-	p.Request = poison64
-	p.RemoteAddr = poison64
-	p.RemoteLen = poison64
-	p.RemoteKey = poison32
+	p.From = poison32
+	p.Count = poison32
+	p.SendID = poison64
+	p.RecvID = poison64
+	p.Size = poison64
 	p.Kind = poisonByte
 	p.Flags = poisonByte
 	b := p.rawPayload()
@@ -45,8 +45,8 @@ func poison(p *Packet) {
 // poisons every packet it makes).
 func checkPoison(p *Packet) {
 	if p.length != poison32 || p.Context != poison32 || uint32(p.Source) != poison32 || uint32(p.Tag) != poison32 ||
-		p.Seq != poison64 || p.Request != poison64 || p.RemoteAddr != poison64 ||
-		p.RemoteLen != poison64 || p.RemoteKey != poison32 || p.Kind != poisonByte ||
+		p.From != poison32 || p.Count != poison32 || p.SendID != poison64 ||
+		p.RecvID != poison64 || p.Size != poison64 || p.Kind != poisonByte ||
 		p.Flags != poisonByte {
 		invariants.Failf("packet: header of packet %d written after Put", p.index)
 	}

@@ -4,14 +4,18 @@
 // protocol.
 //
 // Backends live in their own packages: rdma/inproc (every endpoint in one
-// process, the embedded default; a Put is a copy). Every backend's tests run
-// the conformance suite in rdma/rdmatest.
+// process, the embedded default; a Put is a copy), rdma/shm (processes on
+// one node), and rdma/route, which gives a process one Transport that picks
+// a backend per destination. Every backend's tests run the conformance
+// suite in rdma/rdmatest.
 //
 // # Addresses
 //
 // A transport names endpoints by Addr, a dense index over all endpoints of
-// the job (the endpoint's rank in the world communicator). A local endpoint
-// binds its Addr with the Receiver that takes its arrivals.
+// the job, of every process. A Layout records which process owns each
+// address; it grows when endpoints are created, identically at every
+// process. A local endpoint binds its Addr with the Receiver that takes its
+// arrivals and the packet pool its arrivals are built in.
 //
 // # Delivery
 //
@@ -25,18 +29,40 @@
 // from Progress; a Receiver must therefore not block and must not assume it
 // runs on any particular goroutine.
 //
+// A transport between processes builds each arrival in a packet of the
+// pool the destination was bound with (Bind), so the Receiver returns it
+// to its own pool. When that pool is dry it leaves the bytes where they
+// are (in its ring or socket) and tries again at the next Progress:
+// exhaustion is back-pressure, never a drop.
+//
+// # Never blocking
+//
+// Nothing a Receiver calls may wait for a peer: two processes whose queues
+// to each other are full, each delivering arrivals that answer with a
+// Send, would wait for each other forever. So Send never waits for room: a
+// full queue returns ErrAgain, the caller keeps the packet and sends it
+// again after more Progress (the endpoint layer keeps such packets in a
+// per-peer backlog, in order). Put and Get finish their copy before they
+// return and never wait for the owner to call into its transport; a
+// backend that must move the bytes through its peer's progress (a chunked
+// copy through rings, a socket) keeps delivering its own arrivals into an
+// internal queue while it waits, so that two processes doing it to each
+// other cannot deadlock.
+//
 // # Memory
 //
 // Register exposes a local buffer to Put and Get from peers until Deregister;
-// the Region it returns is plain data that can travel in a packet header
-// (packet.Packet.RemoteAddr, RemoteLen, RemoteKey). A buffer from the Go heap
-// must stay reachable, and for a transport whose peer writes it from another
+// the Region it returns is plain data that travels in a packet's payload
+// (AppendRegion, ParseRegion). A buffer from the Go heap must stay
+// reachable, and for a transport whose peer writes it from another
 // process, pinned (runtime.Pinner) while registered; the transport does that.
 package rdma
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fibermpi/fibermpi/packet"
 )
@@ -52,6 +78,27 @@ type Region struct {
 	Key  uint32
 	Addr uint64
 	Len  uint64
+}
+
+// RegionWireSize is the size in bytes of a Region as AppendRegion writes it.
+const RegionWireSize = 20
+
+// AppendRegion appends r's wire form (little-endian key, address, length) to
+// b, for a packet payload.
+func AppendRegion(b []byte, r Region) []byte {
+	b = binary.LittleEndian.AppendUint32(b, r.Key)
+	b = binary.LittleEndian.AppendUint64(b, r.Addr)
+	return binary.LittleEndian.AppendUint64(b, r.Len)
+}
+
+// ParseRegion reads a Region that AppendRegion wrote at the start of b. It
+// returns ErrBadRegion (wrapped) if b is too short.
+func ParseRegion(b []byte) (Region, error) {
+	if len(b) < RegionWireSize {
+		return Region{}, fmt.Errorf("%w: %d bytes, want %d", ErrBadRegion, len(b), RegionWireSize)
+	}
+	le := binary.LittleEndian
+	return Region{Key: le.Uint32(b), Addr: le.Uint64(b[4:]), Len: le.Uint64(b[12:])}, nil
 }
 
 // String formats the region for debugging.
@@ -72,14 +119,18 @@ type Receiver interface {
 type Transport interface {
 	// Name identifies the backend ("inproc", "shm", "tcp").
 	Name() string
-	// Bind attaches the local endpoint a, whose arrivals go to r. Binding
-	// an address twice is an error (ErrBound).
-	Bind(a Addr, r Receiver) error
+	// Bind attaches the local endpoint a, whose arrivals go to r, built in
+	// packets from pool (a transport that delivers the sender's own packet,
+	// as inproc does, may ignore it). Binding an address twice is an error
+	// (ErrBound); so is a nil Receiver or pool (ErrNoPeer).
+	Bind(a Addr, r Receiver, pool *packet.Pool) error
 	// Unbind detaches a; later sends to it fail with ErrNoPeer.
 	Unbind(a Addr) error
 	// Send hands pk to the transport for delivery to the endpoint to; on
-	// success the caller no longer owns pk. On error the caller keeps it.
-	// w is the caller's worker index or packet.NoWorker.
+	// success the caller no longer owns pk. On error the caller keeps it;
+	// ErrAgain means the queue to that peer is full for now: Send never
+	// waits for room (see "Never blocking" above). w is the caller's
+	// worker index or packet.NoWorker.
 	Send(w int, to Addr, pk *packet.Packet) error
 	// Register exposes buf for Put and Get by peers until Deregister.
 	Register(buf []byte) (Region, error)
@@ -89,7 +140,8 @@ type Transport interface {
 	// Put copies src into the region r, registered by the endpoint owner,
 	// at byte offset off. It returns when src may be reused; the bytes are
 	// visible to the owner once the owner is told so by a later packet
-	// (packet order makes that safe).
+	// (packet order makes that safe). It never waits for the owner to
+	// call into its transport.
 	Put(owner Addr, r Region, off uint64, src []byte) error
 	// Get copies from the region r, registered by owner, at offset off,
 	// into dst.
@@ -102,13 +154,24 @@ type Transport interface {
 	Close() error
 }
 
-// Local is implemented by transports whose endpoints all live in this
-// process (inproc). Peer returns the Receiver bound at a, so that a sender
-// may hand data to it directly: an endpoint fills a receive that is already
-// posted at the peer without making a packet. Transports between processes
-// do not implement it.
+// Local is implemented by transports that can reach some endpoints
+// directly because they live in this process (inproc: all of them;
+// route: those of this process). Peer returns the Receiver bound at a if a
+// is such an endpoint, else an error (ErrNoPeer, or ErrRemote for an
+// endpoint of another process): a sender then hands data to it directly,
+// filling a receive that is already posted at the peer without making a
+// packet. Locality is decided per address, not per transport.
 type Local interface {
 	Peer(a Addr) (Receiver, error)
+}
+
+// Sleeper is implemented by transports that can wake a sleeping progress
+// thread when an arrival comes (rdma/shm with a futex in shared memory).
+// Sleep blocks until an arrival may be pending or max has passed; a caller
+// polls Progress after it either way. Progress loops spin a while, then
+// Sleep, so that an idle process does not keep a core busy.
+type Sleeper interface {
+	Sleep(max time.Duration)
 }
 
 // Errors of transports.
@@ -126,6 +189,14 @@ var (
 	// ErrOutOfBounds is returned by Put and Get for an access past the
 	// end of the region.
 	ErrOutOfBounds = errors.New("rdma: access outside the registered region")
+	// ErrAgain is returned by Send when the queue to the peer is full: the
+	// caller keeps the packet and sends it again after Progress.
+	ErrAgain = errors.New("rdma: queue to peer full, try again")
+	// ErrRemote is returned by Local.Peer for an endpoint of another
+	// process.
+	ErrRemote = errors.New("rdma: endpoint lives in another process")
+	// ErrBadRegion is returned by ParseRegion for a malformed region.
+	ErrBadRegion = errors.New("rdma: malformed region")
 )
 
 // BoundsError reports a Put or Get outside a region.

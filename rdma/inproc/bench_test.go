@@ -20,7 +20,7 @@ func BenchmarkSend(b *testing.B) {
 				b.Fatal(err)
 			}
 			for a := range bound {
-				if err := tr.Bind(rdma.Addr(a), giveBack{pool}); err != nil {
+				if err := tr.Bind(rdma.Addr(a), giveBack{pool}, pool); err != nil {
 					b.Fatal(err)
 				}
 			}

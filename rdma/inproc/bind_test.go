@@ -21,12 +21,16 @@ func (g giveBack) Receive(w int, pk *packet.Packet) { g.pool.Put(w, pk) }
 func TestBindMemoryLinear(t *testing.T) {
 	const n = 1 << 16
 	tr := inproc.New()
-	r := giveBack{}
+	pool, err := packet.New(packet.Config{Workers: 1, PerWorker: 1, PayloadSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := giveBack{pool}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for a := range n {
-		if err := tr.Bind(rdma.Addr(a), r); err != nil {
+		if err := tr.Bind(rdma.Addr(a), r, pool); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -56,7 +60,7 @@ func TestSparseAddresses(t *testing.T) {
 	}
 	bound := []rdma.Addr{0, 5000, 1 << 24, math.MaxUint32}
 	for _, a := range bound {
-		if err := tr.Bind(a, giveBack{pool}); err != nil {
+		if err := tr.Bind(a, giveBack{pool}, pool); err != nil {
 			t.Fatalf("Bind(%d): %v", a, err)
 		}
 	}
@@ -84,7 +88,7 @@ func TestNoAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Bind(3, giveBack{pool}); err != nil {
+	if err := tr.Bind(3, giveBack{pool}, pool); err != nil {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 256)

@@ -29,7 +29,7 @@ func Example() {
 	tr := inproc.New()
 	defer tr.Close()
 	for a := range rdma.Addr(2) {
-		if err := tr.Bind(a, printer{a, pool}); err != nil {
+		if err := tr.Bind(a, printer{a, pool}, pool); err != nil {
 			panic(err)
 		}
 	}

@@ -62,9 +62,11 @@ var _ rdma.Transport = (*Transport)(nil)
 // Name returns "inproc".
 func (t *Transport) Name() string { return "inproc" }
 
-// Bind attaches the endpoint a.
-func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver) error {
-	if r == nil {
+// Bind attaches the endpoint a. Its arrivals are the senders' own
+// packets, so pool is only checked, not used: every endpoint of one
+// in-process job shares the process's pool.
+func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error {
+	if r == nil || pool == nil {
 		return rdma.ErrNoPeer
 	}
 	t.mu.Lock()

@@ -112,8 +112,8 @@ func newFabric(pool *packet.Pool, nhosts int, f fault) *router {
 
 func (h *host) Name() string { return "testfabric" }
 
-func (h *host) Bind(a rdma.Addr, r rdma.Receiver) error {
-	if r == nil {
+func (h *host) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error {
+	if r == nil || pool == nil {
 		return rdma.ErrNoPeer
 	}
 	h.mu.Lock()
@@ -189,7 +189,7 @@ func (h *host) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 	switch h.rt.fault {
 	case faultCorrupt:
 		if n%37 == 0 {
-			pk.Request ^= 1 << 40
+			pk.RecvID ^= 1 << 40
 		}
 	case faultTruncate:
 		if pk.Len() == pk.Cap() {

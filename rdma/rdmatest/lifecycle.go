@@ -142,8 +142,8 @@ func testBind(t *testing.T, f Factory) {
 	first := newSink(e, 0, true)
 	e.bind(0, first)
 	second := newSink(e, 0, true)
-	e.wantErr("second Bind", e.hosts[0].Bind(0, second), rdma.ErrBound)
-	e.wantErr("second Bind of the same Receiver", e.hosts[0].Bind(0, first), rdma.ErrBound)
+	e.wantErr("second Bind", e.hosts[0].Bind(0, second, e.pool), rdma.ErrBound)
+	e.wantErr("second Bind of the same Receiver", e.hosts[0].Bind(0, first, e.pool), rdma.ErrBound)
 	e.mustSend(0, pid{from: 1})
 	e.mustSend(0, pid{from: 2})
 	e.waitArrived(2)
@@ -151,7 +151,7 @@ func testBind(t *testing.T, f Factory) {
 		t.Errorf("the first Receiver got %d packets (want 2), the refused one %d (want 0)", first.received(), second.received())
 	}
 
-	if err := e.hosts[2].Bind(2, nil); err == nil {
+	if err := e.hosts[2].Bind(2, nil, e.pool); err == nil {
 		t.Errorf("Bind of a nil Receiver succeeded")
 	}
 	e.refuse("after a refused Bind of nil", 0, 2, rdma.ErrNoPeer)
@@ -163,7 +163,7 @@ func testBind(t *testing.T, f Factory) {
 	// transport down (a table sized by the largest address would).
 	for _, far := range []rdma.Addr{1 << 20, math.MaxUint32} {
 		s := newSink(e, far, true)
-		if err := e.hosts[0].Bind(far, s); err != nil {
+		if err := e.hosts[0].Bind(far, s, e.pool); err != nil {
 			t.Logf("Bind(%d) refused: %v", far, err)
 			continue
 		}
@@ -218,7 +218,7 @@ func testBindWhileSending(t *testing.T, f Factory) {
 				break
 			}
 			runtime.Gosched()
-			if err := e.hosts[1].Bind(1, s); err != nil {
+			if err := e.hosts[1].Bind(1, s, e.pool); err != nil {
 				e.failf("Bind: %v", err)
 				break
 			}
@@ -264,8 +264,8 @@ func testClose(t *testing.T, f Factory) {
 		me := rdma.Addr(a)
 		what := func(call string) string { return fmt.Sprintf("%s on the host of %d after Close", call, me) }
 		e.wantErr(what("Close"), h.Close(), rdma.ErrClosed)
-		e.wantErr(what("Bind"), h.Bind(me, newSink(e, me, true)), rdma.ErrClosed)
-		e.wantErr(what("Bind of a fresh address"), h.Bind(2, newSink(e, 2, true)), rdma.ErrClosed)
+		e.wantErr(what("Bind"), h.Bind(me, newSink(e, me, true), e.pool), rdma.ErrClosed)
+		e.wantErr(what("Bind of a fresh address"), h.Bind(2, newSink(e, 2, true), e.pool), rdma.ErrClosed)
 		e.wantErr(what("Unbind"), h.Unbind(me), rdma.ErrClosed)
 		e.refuse(what("Send"), me, 1-me, rdma.ErrClosed)
 		_, err := h.Register(make([]byte, 8))

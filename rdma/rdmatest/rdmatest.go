@@ -297,7 +297,7 @@ func (e *env) checkPool(when string) {
 // bind binds a on its host with r.
 func (e *env) bind(a rdma.Addr, r rdma.Receiver) {
 	e.t.Helper()
-	if err := e.hosts[a].Bind(a, r); err != nil {
+	if err := e.hosts[a].Bind(a, r, e.pool); err != nil {
 		e.t.Fatalf("Bind(%d): %v", a, err)
 	}
 }

@@ -51,7 +51,7 @@ func testRendezvous(t *testing.T, f Factory) {
 		me := rdma.Addr(a)
 		h := e.hosts[me]
 		e.bind(me, receiverFunc(func(w int, pk *packet.Packet) {
-			id := pk.Request
+			id := pk.SendID
 			if id >= uint64(len(msgs)) {
 				e.failf("endpoint %d: packet for unknown message %d: %v", me, id, pk)
 				e.putBack(w, pk)
@@ -60,7 +60,7 @@ func testRendezvous(t *testing.T, f Factory) {
 			m := msgs[id]
 			switch pk.Kind {
 			case packet.KindRTS: // at the receiver
-				g := newGuarded(int(pk.RemoteLen), id)
+				g := newGuarded(int(pk.Size), id)
 				r, err := h.Register(g.buf)
 				if err != nil {
 					e.failf("Register in Receive: %v", err)
@@ -73,13 +73,19 @@ func testRendezvous(t *testing.T, f Factory) {
 				buffers[id] = g
 				mu.Unlock()
 				pk.Kind = packet.KindRTR
-				pk.RemoteKey, pk.RemoteAddr, pk.RemoteLen = r.Key, r.Addr, r.Len
+				pk.SetLen(0)
+				if err := pk.SetData(rdma.AppendRegion(nil, r)); err != nil {
+					e.failf("region in RTR: %v", err)
+				}
 				if err := h.Send(w, m.from, pk); err != nil {
 					e.failf("Send of RTR in Receive: %v", err)
 					e.putBack(w, pk)
 				}
 			case packet.KindRTR: // at the sender
-				r := rdma.Region{Key: pk.RemoteKey, Addr: pk.RemoteAddr, Len: pk.RemoteLen}
+				r, err := rdma.ParseRegion(pk.Data())
+				if err != nil {
+					e.failf("RTR of message %d: %v", id, err)
+				}
 				half := len(m.data) / 2
 				if err := h.Put(m.to, r, uint64(half), m.data[half:]); err != nil {
 					e.failf("Put in Receive of message %d: %v", id, err)
@@ -118,8 +124,8 @@ func testRendezvous(t *testing.T, f Factory) {
 	for id, m := range msgs {
 		pk := e.mustGet()
 		pk.Kind = packet.KindRTS
-		pk.Request = uint64(id)
-		pk.RemoteLen = uint64(len(m.data))
+		pk.SendID = uint64(id)
+		pk.Size = uint64(len(m.data))
 		if err := e.hosts[m.from].Send(packet.NoWorker, m.to, pk); err != nil {
 			e.pool.Put(packet.NoWorker, pk)
 			t.Fatalf("Send of RTS: %v", err)

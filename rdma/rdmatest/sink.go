@@ -12,7 +12,7 @@ import (
 
 // A test packet carries its identity — sending endpoint, stream (one
 // sending goroutine's sequence towards one peer) and sequence number — in
-// the low bits of Source, Context and Seq. Everything else about it, every
+// the low bits of Source, Context and SendID. Everything else about it, every
 // other bit of every exported header field, its length and its payload, is
 // a function of the identity and the destination, so the receiver can
 // recompute what it should have got.
@@ -75,7 +75,7 @@ func (f headerField) want(to rdma.Addr, id pid, h uint64) uint64 {
 		v = uint64(id.stream) | (h&0xffff)<<16
 	case "Source":
 		v = uint64(id.from)&0xffff | (h>>16&0xffff)<<16
-	case "Seq":
+	case "SendID":
 		v = uint64(id.seq) | h&^0xffffffff
 	default:
 		v = mix(h + uint64(f.index)*0x51afd7ed558ccd)
@@ -149,7 +149,7 @@ func identify(pk *packet.Packet, to rdma.Addr) (pid, error) {
 	id := pid{
 		from:   rdma.Addr(uint32(pk.Source) & 0xffff),
 		stream: pk.Context & 0xffff,
-		seq:    uint32(pk.Seq),
+		seq:    uint32(pk.SendID),
 	}
 	h := hashOf(to, id)
 	v := reflect.ValueOf(pk).Elem()

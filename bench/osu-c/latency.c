@@ -1,0 +1,51 @@
+/* latency: rank 0 sends size bytes and waits for them back; the latency is
+ * the time of the timed round trips over twice their number. */
+#include "common.h"
+
+#include <stdio.h>
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	int rank;
+	char *s, *r;
+
+	CHECK(MPI_Init(&argc, &argv));
+	init_options(&o, argc, argv, KIND_LAT, 0, "", "osu_latency");
+	need_ranks(2, 1);
+	CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+	s = alloc_buf((size_t)max_size(&o));
+	r = alloc_buf((size_t)max_size(&o));
+	print_title("OSU MPI Latency Test", 0);
+	if (rank == 0)
+		printf("%-*s%*s\n", SIZE_WIDTH, "# Size", FIELD_WIDTH, "Latency (us)");
+	fflush(stdout);
+	for (long size = first_size(&o); size <= max_size(&o); size = next_size(size)) {
+		int iters, warm;
+		double t0 = 0, t1;
+		int peer = 1 - rank, n = (int)size;
+
+		counts(&o, size, &iters, &warm);
+		touch(s, r, size);
+		CHECK(MPI_Barrier(MPI_COMM_WORLD));
+		for (int i = 0; i < warm + iters; i++) {
+			if (rank == 0) {
+				if (i == warm)
+					t0 = MPI_Wtime();
+				CHECK(MPI_Send(s, n, MPI_CHAR, peer, 1, MPI_COMM_WORLD));
+				CHECK(MPI_Recv(r, n, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+			} else {
+				CHECK(MPI_Recv(r, n, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+				CHECK(MPI_Send(s, n, MPI_CHAR, peer, 1, MPI_COMM_WORLD));
+			}
+		}
+		t1 = MPI_Wtime();
+		if (rank == 0) {
+			printf("%-*ld%*.*f\n", SIZE_WIDTH, size, FIELD_WIDTH, PRECISION,
+			       (t1 - t0) * 1e6 / (2.0 * iters));
+			fflush(stdout);
+		}
+	}
+	MPI_Finalize();
+	return 0;
+}

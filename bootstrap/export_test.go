@@ -1,0 +1,7 @@
+package bootstrap
+
+// Internals for the external tests.
+var (
+	ParseGoNote = parseGoNote
+	GoBuildID   = goBuildID
+)

@@ -1,0 +1,152 @@
+package endpoint_test
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/fibermpi/fibermpi/endpoint"
+	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/internal/jobtest"
+)
+
+// TestJobPointToPoint: every rank sends to every other, eager and
+// rendezvous sizes, with exact and wildcard receives, under every layout.
+func TestJobPointToPoint(t *testing.T) {
+	for _, c := range []struct {
+		ranks int
+		level endpoint.ThreadLevel
+	}{{2, endpoint.ThreadSingle}, {5, endpoint.ThreadSingle}, {3, endpoint.ThreadMultiple}} {
+		ranks := c.ranks
+		t.Run(fmt.Sprintf("ranks=%d/%v", ranks, c.level), func(t *testing.T) {
+			jobtest.Run(t, ranks, c.level, func(ep *endpoint.Endpoint) error {
+				w := ep.World()
+				me, n := ep.Rank(), ep.Size()
+				if n != ranks {
+					return fmt.Errorf("world size %d, want %d", n, ranks)
+				}
+				for _, size := range []int{0, 8, 20_000} {
+					for d := 1; d < n; d++ {
+						to, from := (me+d)%n, (me-d+n)%n
+						msg := bytes.Repeat([]byte{byte(me + size)}, size)
+						tag := 16*(size%1000) + d // one sender per tag and round: a wildcard takes the round's message
+						r, err := ep.Isend(w, me, to, tag, msg)
+						if err != nil {
+							return err
+						}
+						buf := make([]byte, size)
+						src := from
+						if d%2 == 0 {
+							src = endpoint.AnySource
+						}
+						st, err := ep.Recv(w, src, tag, buf)
+						if err != nil {
+							return err
+						}
+						if int(st.Source) != from && src != endpoint.AnySource {
+							return fmt.Errorf("message from %d, want %d", st.Source, from)
+						}
+						if want := bytes.Repeat([]byte{byte(int(st.Source) + size)}, size); !bytes.Equal(buf, want) {
+							return fmt.Errorf("%d bytes from %d: data differs", size, st.Source)
+						}
+						if err := ep.Wait(r); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestJobCreateEndpointsUneven: three processes ask for 1, 2 and 3
+// endpoints; the new world holds all six, process 0's first; each
+// endpoint's Process communicator holds its process's endpoints, under a
+// context of its own; and a message goes round the whole world.
+func TestJobCreateEndpointsUneven(t *testing.T) {
+	const procs = 3
+	boots := jobtest.NewMemJob(procs)
+	wire := jobtest.NewWire(8)
+	errs := make(chan error, procs)
+	for i := range procs {
+		go func() {
+			errs <- func() error {
+				p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{Workers: 1, Bootstrap: boots[i], Remote: wire.Port()})
+				if err != nil {
+					return err
+				}
+				defer p.Finalize()
+				if p.Rank() != i || p.Procs() != procs || p.World().Rank() != i || p.World().Size() != procs {
+					return fmt.Errorf("process %d: Rank %d Procs %d, world rank %d of %d", i, p.Rank(), p.Procs(), p.World().Rank(), p.World().Size())
+				}
+				if pc := p.World().Process(); pc.Size() != 1 || pc.Addrs[0] != p.World().Addr() || pc.Context == p.World().World().Context {
+					return fmt.Errorf("process %d: Init world's process communicator %+v", i, pc)
+				}
+				eps, err := p.CreateEndpoints(i + 1)
+				if err != nil {
+					return err
+				}
+				first := i * (i + 1) / 2 // 0, 1, 3
+				for j, ep := range eps {
+					if ep.Size() != 6 || ep.Rank() != first+j {
+						return fmt.Errorf("process %d endpoint %d: rank %d of %d, want %d of 6", i, j, ep.Rank(), ep.Size(), first+j)
+					}
+					pc := ep.Process()
+					if pc.Size() != i+1 || pc.Addrs[j] != ep.Addr() || pc.Context == ep.World().Context {
+						return fmt.Errorf("process %d endpoint %d: process communicator %+v", i, j, pc)
+					}
+				}
+				ring := make(chan error, len(eps))
+				for _, ep := range eps {
+					if err := p.Scheduler().Spawn(func(f *fiber.Fiber) {
+						h, err := ep.Register(f.Waiter())
+						if err != nil {
+							ring <- err
+							return
+						}
+						defer h.Unregister()
+						w, me, n := h.World(), h.Rank(), h.Size()
+						buf := make([]byte, 1)
+						if me != 0 {
+							if _, err := h.Recv(w, me-1, 0, buf); err != nil {
+								ring <- err
+								return
+							}
+						}
+						buf[0]++
+						if err := h.Send(w, me, (me+1)%n, 0, buf); err != nil {
+							ring <- err
+							return
+						}
+						if me == 0 {
+							if _, err := h.Recv(w, n-1, 0, buf); err != nil {
+								ring <- err
+								return
+							}
+							if buf[0] != byte(n) {
+								ring <- fmt.Errorf("the token came back as %d, want %d", buf[0], n)
+								return
+							}
+						}
+						ring <- nil
+					}); err != nil {
+						return err
+					}
+				}
+				for range eps {
+					if err := <-ring; err != nil {
+						return fmt.Errorf("process %d: %w", i, err)
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range procs {
+		if err := <-errs; err != nil {
+			jobtest.Fail(boots, err)
+			t.Error(err)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package endpoint
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/fibermpi/fibermpi/bootstrap"
+	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/rdma/inproc"
+	"github.com/fibermpi/fibermpi/rdma/route"
+)
+
+// Bootstrap is how a process learns the job it belongs to and exchanges
+// small records with the other processes while the job starts: the
+// bootstrap package's launchers (fmpirun; see bootstrap.Detect).
+type Bootstrap = bootstrap.Bootstrap
+
+// ErrJob is returned by Init when the processes of a job cannot be
+// connected (a backend cannot be set up, or no backend reaches a process).
+var ErrJob = errors.New("endpoint: cannot connect the processes of the job")
+
+// DetectBootstrap returns the bootstrap of the launcher that started this
+// process (bootstrap.Detect): under fmpirun, the job it started; without a
+// launcher, a job of this process alone (the embedded default). A partial
+// or contradictory launch environment is an error naming the variables,
+// never a silent job of one.
+func DetectBootstrap() (Bootstrap, error) { return bootstrap.Detect() }
+
+// connect makes the process's transport: the in-process backend for a job
+// of one process; for several, a router (rdma/route) over the in-process
+// backend for this process's endpoints and, for every other process, the
+// backend that reaches it.
+func (p *Process) connect() (rdma.Transport, error) {
+	local := inproc.New()
+	if p.procs == 1 {
+		return local, nil
+	}
+	byProc := make([]rdma.Transport, p.procs)
+	if p.opts.Remote == nil {
+		return nil, fmt.Errorf("%w: no transport between processes is built into this binary", ErrJob)
+	}
+	for q := range byProc {
+		if q != p.rank {
+			byProc[q] = p.opts.Remote
+		}
+	}
+	r, err := route.New(p.rank, p.layout, local, byProc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrJob, err)
+	}
+	return r, nil
+}
+
+// agree exchanges, for a collective endpoint creation, how many endpoints
+// each process makes: k here, or a failure (local, reported to every
+// process as a negative count so that all of them fail together rather
+// than some waiting). It returns the counts of every process in rank order.
+func (p *Process) agree(k int, local error) ([]int, error) {
+	if local == nil && k < 1 {
+		local = fmt.Errorf("%w: CreateEndpoints(%d)", ErrEndpoints, k)
+	}
+	if p.procs == 1 {
+		if local != nil {
+			return nil, local
+		}
+		return []int{k}, nil
+	}
+	v := k
+	if local != nil {
+		v = -1
+	}
+	key := "fibermpi/endpoints/" + strconv.Itoa(p.gen)
+	p.gen++
+	if err := p.boot.Put(key, strconv.AppendInt(nil, int64(v), 10)); err != nil {
+		return nil, fmt.Errorf("%w: publishing the endpoint count: %w", ErrEndpoints, err)
+	}
+	if err := p.boot.Fence(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEndpoints, err)
+	}
+	counts := make([]int, p.procs)
+	for r := range counts {
+		b, err := p.boot.Get(r, key)
+		if err != nil {
+			return nil, fmt.Errorf("%w: reading process %d's endpoint count: %w", ErrEndpoints, r, err)
+		}
+		if counts[r], err = strconv.Atoi(string(b)); err != nil {
+			return nil, fmt.Errorf("%w: process %d's endpoint count %q: %w", ErrEndpoints, r, b, err)
+		}
+	}
+	if local != nil {
+		return nil, local
+	}
+	for r, n := range counts {
+		if n < 1 {
+			return nil, fmt.Errorf("%w: process %d could not create its endpoints", ErrEndpoints, r)
+		}
+	}
+	return counts, nil
+}
+
+// watch waits for the bootstrap to report the job's failure (another
+// process failed or aborted, or the launcher went away) until Finalize.
+func (p *Process) watch() {
+	defer close(p.watched)
+	select {
+	case err := <-p.boot.Failed():
+		p.failed(err)
+	case <-p.unwatch:
+	}
+}
+
+// failed records the error that ends the job.
+func (p *Process) failed(err error) {
+	p.failure.CompareAndSwap(nil, &err)
+}

@@ -1,0 +1,295 @@
+// Package route gives a process one rdma.Transport over several backends,
+// choosing one per destination: an endpoint of this process is reached
+// directly (the in-process backend, and rdma.Local for the endpoint layer's
+// direct path), an endpoint of another process through the backend that
+// reaches that process (rdma/shm on the same node; TCP across nodes once it
+// exists). Locality is decided per address, from the job's rdma.Layout, so a
+// job may mix them.
+package route
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fibermpi/fibermpi/packet"
+	"github.com/fibermpi/fibermpi/rdma"
+)
+
+// Transport routes each call to the backend of the destination's process.
+// Make it with New.
+type Transport struct {
+	self   int
+	layout *rdma.Layout
+	local  rdma.Transport
+	peer   rdma.Local
+	byProc []rdma.Transport // by process; nil for this process and for unreachable ones
+	remote []rdma.Transport // the distinct backends in byProc
+	name   string
+
+	// regs holds this process's registered buffers by key, so that a Put
+	// or Get whose owner is this process copies directly.
+	regMu sync.RWMutex
+	regs  map[uint32][]byte
+
+	// closed is set once by Close; every call checks it first.
+	closed atomic.Bool
+}
+
+var (
+	_ rdma.Transport = (*Transport)(nil)
+	_ rdma.Local     = (*Transport)(nil)
+	_ rdma.Sleeper   = (*Transport)(nil)
+)
+
+// ErrUnreachable is returned (wrapped) for a destination whose process no
+// backend reaches.
+var ErrUnreachable = errors.New("route: no transport reaches that process")
+
+// New returns a router for process self of the job that layout describes.
+// local must implement rdma.Local (rdma/inproc does) and carries the
+// traffic between endpoints of this process; byProc[p] is the backend that
+// reaches process p (ignored for self; nil if none does). The router owns
+// the backends: Close closes them.
+func New(self int, layout *rdma.Layout, local rdma.Transport, byProc []rdma.Transport) (*Transport, error) {
+	peer, ok := local.(rdma.Local)
+	if !ok {
+		return nil, fmt.Errorf("route: the local backend %q does not reach its endpoints directly (rdma.Local)", local.Name())
+	}
+	if len(byProc) != layout.Procs() {
+		return nil, fmt.Errorf("route: %d backends for %d processes", len(byProc), layout.Procs())
+	}
+	t := &Transport{self: self, layout: layout, local: local, peer: peer, byProc: make([]rdma.Transport, len(byProc)), regs: make(map[uint32][]byte)}
+	names := []string{local.Name()}
+	for p, b := range byProc {
+		if p == self || b == nil {
+			continue
+		}
+		t.byProc[p] = b
+		known := false
+		for _, r := range t.remote {
+			known = known || r == b
+		}
+		if !known {
+			t.remote = append(t.remote, b)
+			names = append(names, b.Name())
+		}
+	}
+	t.name = "route(" + strings.Join(names, "+") + ")"
+	return t, nil
+}
+
+// Name lists the backends, e.g. "route(inproc+shm+cma)".
+func (t *Transport) Name() string { return t.name }
+
+// Backend returns the backend that carries traffic to address a, or an
+// error if a is not allocated or its process is unreachable.
+func (t *Transport) Backend(a rdma.Addr) (rdma.Transport, error) {
+	if t.closed.Load() {
+		return nil, rdma.ErrClosed
+	}
+	switch owner := t.layout.Owner(a); {
+	case owner < 0:
+		return nil, rdma.ErrNoPeer
+	case owner == t.self:
+		return t.local, nil
+	case t.byProc[owner] == nil:
+		return nil, fmt.Errorf("%w: address %d belongs to process %d", ErrUnreachable, a, owner)
+	default:
+		return t.byProc[owner], nil
+	}
+}
+
+// Bind attaches a local endpoint to every backend, so that its arrivals
+// come from this process and from every other.
+func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error {
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	if owner := t.layout.Owner(a); owner != t.self {
+		return fmt.Errorf("route: Bind of address %d, which belongs to process %d, at process %d: %w", a, owner, t.self, rdma.ErrNoPeer)
+	}
+	if err := t.local.Bind(a, r, pool); err != nil {
+		return err
+	}
+	for i, b := range t.remote {
+		if err := b.Bind(a, r, pool); err != nil {
+			for _, prev := range t.remote[:i] {
+				_ = prev.Unbind(a)
+			}
+			_ = t.local.Unbind(a)
+			return err
+		}
+	}
+	return nil
+}
+
+// Unbind detaches a from every backend.
+func (t *Transport) Unbind(a rdma.Addr) error {
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	err := t.local.Unbind(a)
+	for _, b := range t.remote {
+		if berr := b.Unbind(a); err == nil {
+			err = berr
+		}
+	}
+	return err
+}
+
+// Send hands pk to the backend of to's process.
+func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
+	b, err := t.Backend(to)
+	if err != nil {
+		return err
+	}
+	return b.Send(w, to, pk)
+}
+
+// Peer returns the Receiver of a local endpoint; for an endpoint of
+// another process it returns rdma.ErrRemote.
+func (t *Transport) Peer(a rdma.Addr) (rdma.Receiver, error) {
+	if t.closed.Load() {
+		return nil, rdma.ErrClosed
+	}
+	if owner := t.layout.Owner(a); owner != t.self {
+		if owner < 0 {
+			return nil, rdma.ErrNoPeer
+		}
+		return nil, rdma.ErrRemote
+	}
+	return t.peer.Peer(a)
+}
+
+// Register exposes buf to every process: it registers it with the first
+// remote backend (whose region then travels to peers), or with the local
+// one in a job of one process, and remembers it for local copies.
+func (t *Transport) Register(buf []byte) (rdma.Region, error) {
+	if t.closed.Load() {
+		return rdma.Region{}, rdma.ErrClosed
+	}
+	b := t.local
+	if len(t.remote) > 0 {
+		b = t.remote[0]
+	}
+	r, err := b.Register(buf)
+	if err != nil {
+		return r, err
+	}
+	t.regMu.Lock()
+	t.regs[r.Key] = buf
+	t.regMu.Unlock()
+	return r, nil
+}
+
+// Deregister withdraws a registration made by Register.
+func (t *Transport) Deregister(r rdma.Region) error {
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	t.regMu.Lock()
+	_, ok := t.regs[r.Key]
+	delete(t.regs, r.Key)
+	t.regMu.Unlock()
+	if !ok {
+		return rdma.ErrNoRegion
+	}
+	b := t.local
+	if len(t.remote) > 0 {
+		b = t.remote[0]
+	}
+	return b.Deregister(r)
+}
+
+// region returns the bytes of a registration of the local endpoint owner
+// for an access of n bytes at off.
+func (t *Transport) region(owner rdma.Addr, r rdma.Region, off uint64, n int) ([]byte, error) {
+	if _, err := t.peer.Peer(owner); err != nil {
+		return nil, err
+	}
+	t.regMu.RLock()
+	buf, ok := t.regs[r.Key]
+	t.regMu.RUnlock()
+	if !ok || uint64(len(buf)) != r.Len {
+		return nil, rdma.ErrNoRegion
+	}
+	if err := rdma.CheckBounds(r, off, n); err != nil {
+		return nil, err
+	}
+	return buf[off : off+uint64(n)], nil
+}
+
+// Put copies src into r: directly when owner is an endpoint of this
+// process, else through the owner's backend.
+func (t *Transport) Put(owner rdma.Addr, r rdma.Region, off uint64, src []byte) error {
+	b, err := t.Backend(owner)
+	if err != nil {
+		return err
+	}
+	if b != t.local {
+		return b.Put(owner, r, off, src)
+	}
+	dst, err := t.region(owner, r, off, len(src))
+	if err != nil {
+		return err
+	}
+	copy(dst, src)
+	return nil
+}
+
+// Get copies from r into dst, as Put.
+func (t *Transport) Get(owner rdma.Addr, r rdma.Region, off uint64, dst []byte) error {
+	b, err := t.Backend(owner)
+	if err != nil {
+		return err
+	}
+	if b != t.local {
+		return b.Get(owner, r, off, dst)
+	}
+	src, err := t.region(owner, r, off, len(dst))
+	if err != nil {
+		return err
+	}
+	copy(dst, src)
+	return nil
+}
+
+// Progress polls every backend.
+func (t *Transport) Progress(w int) int {
+	n := t.local.Progress(w)
+	for _, b := range t.remote {
+		n += b.Progress(w)
+	}
+	return n
+}
+
+// Sleep waits for an arrival on the remote backend, if there is exactly one
+// and it can (rdma.Sleeper); otherwise it sleeps for at most max, or not at
+// all when a backend cannot wake it.
+func (t *Transport) Sleep(max time.Duration) {
+	if len(t.remote) == 1 {
+		if s, ok := t.remote[0].(rdma.Sleeper); ok {
+			s.Sleep(max)
+			return
+		}
+	}
+	if len(t.remote) == 0 {
+		time.Sleep(max)
+	}
+}
+
+// Close closes every backend; every later call fails with rdma.ErrClosed.
+func (t *Transport) Close() error {
+	if !t.closed.CompareAndSwap(false, true) {
+		return rdma.ErrClosed
+	}
+	errs := []error{t.local.Close()}
+	for _, b := range t.remote {
+		errs = append(errs, b.Close())
+	}
+	return errors.Join(errs...)
+}

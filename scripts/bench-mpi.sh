@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Runs the OSU-method benchmarks on fibermpi (cmd/fmpi-osu), MPICH and Open MPI
+# (bench/osu-c), interleaved: for each round, for each benchmark, each
+# contender in turn. Every run's table is kept under $BUILD/raw/<bench>/<contender>/,
+# and `fmpi-osu compare` summarizes them: per benchmark and size, each
+# contender's median and best and its ratio to fibermpi.
+#
+#   scripts/bench-mpi.sh            every size (OSU's ranges), output bench-mpi.txt
+#   scripts/bench-mpi.sh -quick     8 B and 1 MiB only, output bench-mpi-quick.txt
+#
+# Environment: ROUNDS (6), BUILD (build/bench-mpi), OUT (the output file),
+# LATMT_THREADS (4: latency_mt -t), LATMT_ITERS (1000: latency_mt -i, for
+# every contender; Open MPI's THREAD_MULTIPLE takes milliseconds a message
+# here), RUN_TIMEOUT (900 s a run), GO (go).
+#
+# fibermpi runs under `fmpirun -n 2` when cmd/fmpirun exists, otherwise in its
+# in-process mode (the ranks are fibers of one process); the summary says which.
+# MPICH and Open MPI are installed with apt-get when missing (as root, or
+# through sudo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+QUICK=0
+case "${1:-}" in
+-quick) QUICK=1 ;;
+"") ;;
+*)
+	echo "usage: $0 [-quick]" >&2
+	exit 2
+	;;
+esac
+
+GO=${GO:-go}
+ROUNDS=${ROUNDS:-6}
+BUILD=${BUILD:-build/bench-mpi}
+LATMT_THREADS=${LATMT_THREADS:-4}
+LATMT_ITERS=${LATMT_ITERS:-1000}
+RUN_TIMEOUT=${RUN_TIMEOUT:-900}
+if [ "$QUICK" = 1 ]; then
+	OUT=${OUT:-bench-mpi-quick.txt}
+else
+	OUT=${OUT:-bench-mpi.txt}
+fi
+case "$ROUNDS" in '' | *[!0-9]* | 0)
+	echo "ROUNDS must be a positive integer, got '$ROUNDS'" >&2
+	exit 2
+	;;
+esac
+
+# --- MPI installations ------------------------------------------------------
+need_mpi() {
+	local c
+	for c in mpicc.mpich mpiexec.mpich mpicc.openmpi mpirun.openmpi; do
+		command -v "$c" >/dev/null 2>&1 || return 0
+	done
+	return 1
+}
+if need_mpi; then
+	echo "== installing MPICH and Open MPI (apt-get)"
+	SUDO=
+	if [ "$(id -u)" != 0 ]; then
+		if command -v sudo >/dev/null 2>&1; then
+			SUDO=sudo
+		else
+			echo "MPICH or Open MPI is missing and this is not root (no sudo): install mpich libmpich-dev openmpi-bin libopenmpi-dev" >&2
+			exit 1
+		fi
+	fi
+	$SUDO apt-get -o DPkg::Lock::Timeout=600 update
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y \
+		mpich libmpich-dev openmpi-bin libopenmpi-dev
+fi
+
+# --- builds --------------------------------------------------------------------
+mkdir -p "$BUILD"
+BUILD=$(cd "$BUILD" && pwd)
+echo "== building into $BUILD"
+make -s -C bench/osu-c MPICC=mpicc.mpich OUT="$BUILD/mpich"
+make -s -C bench/osu-c MPICC=mpicc.openmpi OUT="$BUILD/openmpi"
+$GO build -o "$BUILD/fmpi-osu" ./cmd/fmpi-osu
+FMPI_LAUNCH=()
+FMPI_MODE="in-process (2 ranks as fibers of one process; cmd/fmpirun not in this tree)"
+if [ -d cmd/fmpirun ]; then
+	$GO build -o "$BUILD/fmpirun" ./cmd/fmpirun
+	FMPI_LAUNCH=("$BUILD/fmpirun" -n 2)
+	FMPI_MODE="fmpirun -n 2 (one process per rank)"
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPICH_LAUNCH=(mpiexec.mpich -n 2)
+OMPI_LAUNCH=(mpirun.openmpi -n 2 --mca pml ob1)
+
+# --- what to run ---------------------------------------------------------------
+BENCHES=(latency bw bibw mbw_mr latency_mt allreduce barrier)
+CONTENDERS=(fibermpi mpich openmpi)
+if [ "$QUICK" = 1 ]; then
+	VARIANTS=("8b:-m 8:8" "1mib:-m 1048576:1048576")
+else
+	VARIANTS=("all:")
+fi
+
+# bench_args prints the flags of a benchmark beyond the sizes (the same for
+# every contender).
+bench_args() {
+	case "$1" in
+	latency_mt) echo "-t $LATMT_THREADS -i $LATMT_ITERS" ;;
+	*) echo "" ;;
+	esac
+}
+
+command_of() { # contender bench -> the command line, one word a line
+	local who=$1 b=$2
+	case "$who" in
+	fibermpi) printf '%s\n' "${FMPI_LAUNCH[@]}" "$BUILD/fmpi-osu" "$b" ;;
+	mpich) printf '%s\n' "${MPICH_LAUNCH[@]}" "$BUILD/mpich/osu_$b" ;;
+	openmpi) printf '%s\n' "${OMPI_LAUNCH[@]}" "$BUILD/openmpi/osu_$b" ;;
+	esac
+}
+
+RAW="$BUILD/raw"
+rm -rf "$RAW"
+FAILURES="$BUILD/failures.txt"
+: >"$FAILURES"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+START=$(date -u +%FT%TZ)
+
+for round in $(seq 1 "$ROUNDS"); do
+	for b in "${BENCHES[@]}"; do
+		for v in "${VARIANTS[@]}"; do
+			tag=${v%%:*}
+			sizes=${v#*:}
+			[ "$b" = barrier ] && [ "$tag" != "${VARIANTS[0]%%:*}" ] && continue # barrier has no sizes
+			[ "$b" = barrier ] && sizes=""
+			for who in "${CONTENDERS[@]}"; do
+				dir="$RAW/$b/$who"
+				mkdir -p "$dir"
+				file="$dir/r$round-$tag.txt"
+				mapfile -t cmd < <(command_of "$who" "$b")
+				# shellcheck disable=SC2206 # the flags are words on purpose
+				cmd+=($sizes $(bench_args "$b"))
+				echo "== round $round/$ROUNDS $b $tag $who: ${cmd[*]}"
+				if timeout -k 10 "$RUN_TIMEOUT" "${cmd[@]}" >"$file" 2>"$file.err"; then
+					cat "$file"
+				else
+					rc=$?
+					echo "round $round $b $tag $who failed (exit $rc$([ $rc = 124 ] && echo ", timed out after ${RUN_TIMEOUT}s")): ${cmd[*]}; stderr in $file.err" | tee -a "$FAILURES" >&2
+					mv "$file" "$file.failed"
+				fi
+			done
+		done
+	done
+done
+
+# --- summary -------------------------------------------------------------------
+{
+	echo "# make bench-mpi$([ "$QUICK" = 1 ] && echo -quick): OSU-method benchmarks, fibermpi vs MPICH vs Open MPI"
+	echo "# started $START, finished $(date -u +%FT%TZ); $ROUNDS rounds, interleaved (round > benchmark > contender)"
+	echo "# machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(uname -sr)"
+	echo "# load average (1/5/15 min) before: $LOAD_BEFORE; after: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "# $("$BUILD/fmpi-osu" -version)"
+	echo "# tree: $(git rev-parse --short HEAD 2>/dev/null || echo "not a git checkout")$(git diff --quiet HEAD 2>/dev/null || echo ", with uncommitted changes")"
+	echo "# fibermpi: $FMPI_MODE: ${FMPI_LAUNCH[*]:+${FMPI_LAUNCH[*]} }$BUILD/fmpi-osu <bench>"
+	echo "# mpich: $(mpichversion 2>/dev/null | head -1 | tr -s '\t ' ' ') ($(mpichversion 2>/dev/null | sed -n 's/^MPICH Device:[[:space:]]*//p')): ${MPICH_LAUNCH[*]} osu_<bench>"
+	echo "# openmpi: $(mpirun.openmpi --version 2>/dev/null | head -1): OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ${OMPI_LAUNCH[*]} osu_<bench>"
+	echo "# sizes: $(printf '%s; ' "${VARIANTS[@]}")latency_mt: $(bench_args latency_mt)"
+	echo "# raw tables: $RAW/<bench>/<contender>/r<round>-<sizes>.txt"
+	if [ -s "$FAILURES" ]; then
+		echo "# FAILED runs (left out of the summary):"
+		sed 's/^/#   /' "$FAILURES"
+	fi
+	echo
+	"$BUILD/fmpi-osu" compare "$RAW"
+} >"$OUT"
+cat "$OUT"
+echo "== summary in $OUT"
