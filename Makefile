@@ -7,6 +7,11 @@
 #   make bench-mpi   OSU-method benchmarks: fibermpi vs MPICH vs Open MPI, ROUNDS
 #                    (6) interleaved rounds, summary in bench-mpi.txt
 #   make bench-mpi-quick  the same at 8 B and 1 MiB only, in bench-mpi-quick.txt
+#   make redblack-c  the C reference of examples/redblack (gcc, mpicc.mpich,
+#                    mpicc.openmpi) into bench/redblack-c/bin
+#   make bench-redblack  Go red-black variants vs the C reference, RBROUNDS (5)
+#                    interleaved runs at 512×512×200 and 2048×2048×60, grids
+#                    checked by hash; tables in bench/redblack-c/bin/*.md
 
 GO        ?= go
 PKGS      ?= ./...
@@ -17,7 +22,7 @@ COUNT     ?= 6
 # race detector runs on all of them.
 RACEFLAGS ?= -race
 
-.PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools bench-mpi bench-mpi-quick
+.PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools bench-mpi bench-mpi-quick redblack-c bench-redblack
 
 all: test
 
@@ -56,3 +61,11 @@ bench-mpi:
 
 bench-mpi-quick:
 	GO=$(GO) ROUNDS=$(COUNT) ./scripts/bench-mpi.sh -quick
+
+redblack-c:
+	$(MAKE) -C bench/redblack-c
+
+RBROUNDS ?= 5
+bench-redblack: redblack-c
+	GO=$(GO) bench/redblack-c/compare.sh -n 512 -iters 200 -runs $(RBROUNDS) | tee bench/redblack-c/bin/table-512.md
+	GO=$(GO) bench/redblack-c/compare.sh -n 2048 -iters 60 -runs $(RBROUNDS) | tee bench/redblack-c/bin/table-2048.md
