@@ -82,6 +82,7 @@ type conn struct {
 	silent  int
 	paused  atomic.Bool
 	started bool
+	closing bool // under wmu: a goodbye is queued; nothing more is
 
 	// Inbound: arrivals in order, under imu; delivered under dmu.
 	imu     sync.Mutex
@@ -89,12 +90,16 @@ type conn struct {
 	ihead   int
 	inBytes atomic.Int64
 	pending atomic.Int32
+	raws    atomic.Int32 // arrivals kept as wire bytes in the inbox
 	dmu     sync.Mutex
 	resume  chan struct{}
 
 	// Callers waiting for answers, by sequence number.
 	cmu   sync.Mutex
 	waits map[uint64]*wait
+
+	// raceOut, raceIn are nil except in race builds (race.go).
+	raceOut, raceIn *atomic.Uint64
 
 	err    atomic.Pointer[error]
 	done   chan struct{}
@@ -111,6 +116,8 @@ func (t *Transport) newConn(nc *net.TCPConn, br *bufio.Reader, p int) (*conn, er
 	c := &conn{t: t, proc: p, nc: nc, raw: raw, br: br, kick: make(chan struct{}, 1),
 		resume: make(chan struct{}, 1), waits: make(map[uint64]*wait), done: make(chan struct{})}
 	c.dwFn = c.directWrite
+	l, r := nc.LocalAddr().String(), nc.RemoteAddr().String()
+	c.raceOut, c.raceIn = raceWordFor(l, r), raceWordFor(r, l)
 	return c, nil
 }
 
@@ -197,6 +204,10 @@ func (c *conn) sendPacket(dst uint32, pk *packet.Packet) error {
 		c.wmu.Unlock()
 		return err
 	}
+	if c.closing {
+		c.wmu.Unlock()
+		return rdma.ErrClosed
+	}
 	if c.queued+packetHead+n > c.t.cfg.MaxQueue && c.queued > 0 {
 		c.wmu.Unlock()
 		return rdma.ErrAgain
@@ -218,6 +229,9 @@ func (c *conn) sendPacket(dst uint32, pk *packet.Packet) error {
 // socket does not take is left for the writer. The caller holds wmu.
 func (c *conn) writeNow() {
 	c.dwBuf, c.dwN, c.dwErr = c.segs[0].b, 0, nil
+	if c.raceOut != nil {
+		c.raceOut.Add(1)
+	}
 	if err := c.raw.Write(c.dwFn); err != nil {
 		c.dwErr = err
 	}
@@ -273,6 +287,11 @@ func (c *conn) call(head func([]byte, uint64) []byte, ext, dst []byte) (*wait, e
 	c.waits[seq] = w
 	c.cmu.Unlock()
 	c.wmu.Lock()
+	if c.closing {
+		c.wmu.Unlock()
+		c.take(seq)
+		return nil, rdma.ErrClosed
+	}
 	c.appendOwn(func(b []byte) []byte { return head(b, seq) })
 	if len(ext) > 0 {
 		c.segs = append(c.segs, seg{b: ext})
@@ -286,6 +305,10 @@ func (c *conn) call(head func([]byte, uint64) []byte, ext, dst []byte) (*wait, e
 // reply queues an answer of the reader, ignoring MaxQueue.
 func (c *conn) reply(head func([]byte) []byte, ext []byte) {
 	c.wmu.Lock()
+	if c.closing {
+		c.wmu.Unlock()
+		return
+	}
 	c.appendOwn(head)
 	if len(ext) > 0 {
 		c.segs = append(c.segs, seg{b: ext})
@@ -308,7 +331,12 @@ func (c *conn) writeLoop() {
 			c.wmu.Lock()
 			if len(c.segs) == 0 {
 				c.flushing = false
+				closing := c.closing
 				c.wmu.Unlock()
+				if closing {
+					_ = c.nc.CloseWrite()
+					return
+				}
 				break
 			}
 			batch := c.segs
@@ -322,6 +350,9 @@ func (c *conn) writeLoop() {
 				total += len(s.b)
 			}
 			wb := bufs
+			if c.raceOut != nil {
+				c.raceOut.Add(1)
+			}
 			_, err := wb.WriteTo(c.nc)
 			c.writes.Add(1)
 			c.wmu.Lock()
@@ -343,17 +374,18 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// bye tells the peer this side closes, then closes the connection.
+// bye queues a goodbye after everything queued; the writer then shuts
+// the sending side (FIN). The caller waits for the peer to close its side
+// (the reader sees the end) before it closes the socket, so that the
+// peer reads the goodbye before any reset.
 func (c *conn) bye() {
-	if c.started && c.failed() == nil {
-		c.wmu.Lock()
-		if !c.flushing && len(c.segs) == 0 {
-			_ = c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-			_, _ = c.nc.Write([]byte{fBye})
-		}
-		c.wmu.Unlock()
+	c.wmu.Lock()
+	if c.started && !c.closing && c.failed() == nil {
+		c.appendOwn(func(b []byte) []byte { return append(b, fBye) })
+		c.closing = true
+		c.kickWriter()
 	}
-	c.fail(rdma.ErrClosed)
+	c.wmu.Unlock()
 }
 
 // drop returns the undelivered arrivals to their pools.
@@ -404,6 +436,9 @@ func (c *conn) readLoop() {
 		if _, err := io.ReadFull(c.br, head[:1]); err != nil {
 			c.fail(readErr(err))
 			return
+		}
+		if c.raceIn != nil {
+			c.raceIn.Load()
 		}
 		if head[0] == fBye {
 			c.fail(ErrPeerClosed)
@@ -458,7 +493,10 @@ func (c *conn) handle(f *frame) error {
 		}
 		c.room()
 		a := arrival{dst: dst, size: packetHead + int(f.n)}
-		if b := t.binding(dst); b != nil {
+		// An arrival is built in a pool packet only when no raw one is
+		// ahead of it: a raw one at the head needs a fresh packet, which
+		// must not be held by the arrivals behind it.
+		if b := t.binding(dst); b != nil && c.raws.Load() == 0 {
 			if pk := b.pool.Get(packet.NoWorker); pk != nil {
 				if err := pk.DecodeHeader(f.hdr); err != nil {
 					b.pool.Put(packet.NoWorker, pk)
@@ -477,6 +515,7 @@ func (c *conn) handle(f *frame) error {
 			if err := c.readFull(a.raw[packet.HeaderWireSize:]); err != nil {
 				return err
 			}
+			c.raws.Add(1)
 		}
 		c.push(a)
 	case fBind, fUnbind:
@@ -624,6 +663,9 @@ func (c *conn) deliver(w int) int {
 				}
 				copy(pk.Payload(), a.raw[packet.HeaderWireSize:])
 			}
+		}
+		if a.pk == nil {
+			c.raws.Add(-1)
 		}
 		c.imu.Lock()
 		c.inbox[c.ihead] = arrival{}

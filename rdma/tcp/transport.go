@@ -25,7 +25,8 @@ var (
 	ErrPeerGone = errors.New("tcp: peer process lost")
 	// ErrPeerClosed is returned (in a *PeerError) for calls towards a
 	// peer that closed its transport (the end of the job).
-	ErrPeerClosed = errors.New("tcp: peer process closed its transport")
+	// It matches rdma.ErrNoPeer: the peer's endpoints are gone.
+	ErrPeerClosed = fmt.Errorf("tcp: peer process closed its transport (%w)", rdma.ErrNoPeer)
 	// ErrHandshake is returned (wrapped) by New when a connection to a
 	// peer cannot be set up, and logged for a refused incoming one (a
 	// process of another job, a rank that is no peer).
@@ -836,6 +837,24 @@ func (t *Transport) Close() error {
 	for _, c := range conns {
 		if c != nil {
 			c.bye()
+		}
+	}
+	// Wait a little for the peers to read the goodbyes and close their
+	// sides, then close whatever is left.
+	expired := make(chan struct{})
+	grace := time.AfterFunc(200*time.Millisecond, func() { close(expired) })
+	for _, c := range conns {
+		if c != nil && c.started {
+			select {
+			case <-c.done:
+			case <-expired:
+			}
+		}
+	}
+	grace.Stop()
+	for _, c := range conns {
+		if c != nil {
+			c.fail(rdma.ErrClosed)
 		}
 	}
 	t.wg.Wait()
