@@ -136,6 +136,11 @@ type Options struct {
 	// the processes of this node). Tests use it to join several Processes
 	// of one OS process.
 	Remote rdma.Transport
+	// ForceTCP, in a job of several processes, makes TCP (rdma/tcp) carry
+	// the traffic between every pair of processes, also of one node,
+	// instead of shared memory there; every process of the job must set
+	// it alike. FIBERMPI_TRANSPORT=tcp in the environment does the same.
+	ForceTCP bool
 }
 
 func (o Options) withDefaults() Options {

@@ -48,7 +48,9 @@ type Config struct {
 	// packet.DefaultPayloadSize.
 	PayloadSize int
 	// Listen is the host:port to listen on; "" means DefaultListen. The
-	// address published to peers is the one the listener got.
+	// address published to peers is the one the listener got; for an
+	// unspecified host ("0.0.0.0:0", ":0") it is this host's first
+	// non-loopback interface address.
 	Listen string
 	// KeepAlive: a connection that carries no bytes for this long fails
 	// (a network partition, a peer frozen); an idle connection sends a

@@ -153,7 +153,10 @@ func New(cfg Config) (*Transport, error) {
 	addr := ""
 	if lerr == nil {
 		t.ln = ln
-		addr = ln.Addr().String()
+		addr, lerr = published(ln.Addr().(*net.TCPAddr))
+		if lerr != nil {
+			_ = ln.Close()
+		}
 	}
 	// Take part in the fence whatever happened, so the others return.
 	perr := ex.Put(exchangeKey, []byte(addr))
@@ -226,6 +229,25 @@ func (t *Transport) connOf(p int) *conn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.conns[p]
+}
+
+// published returns the address peers dial: the listener's, or for a
+// listener on every interface (an unspecified host), this host's first
+// non-loopback interface address with the listener's port.
+func published(a *net.TCPAddr) (string, error) {
+	if !a.IP.IsUnspecified() {
+		return a.String(), nil
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", err
+	}
+	for _, ia := range addrs {
+		if n, ok := ia.(*net.IPNet); ok && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return (&net.TCPAddr{IP: n.IP, Port: a.Port}).String(), nil
+		}
+	}
+	return "", fmt.Errorf("tcp: listening on every interface, but this host has no address but loopback to publish")
 }
 
 // hello is this process's handshake record.
