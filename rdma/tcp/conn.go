@@ -59,7 +59,6 @@ type conn struct {
 	proc int
 	nc   *net.TCPConn
 	raw  syscall.RawConn
-	br   *bufio.Reader
 
 	// Outbound, under wmu.
 	wmu      sync.Mutex
@@ -98,6 +97,15 @@ type conn struct {
 	cmu   sync.Mutex
 	waits map[uint64]*wait
 
+	// The parser, under rmu (see Inbound).
+	rmu    sync.Mutex
+	rs     rstate
+	waitFn func(uintptr) bool
+	// fd is the socket's number, which Progress reads without the
+	// runtime's fd lock (the reader goroutine holds it while it waits for
+	// readability); rmu and fail's closing under it keep it valid.
+	fd int
+
 	// raceOut, raceIn are nil except in race builds (race.go).
 	raceOut, raceIn *atomic.Uint64
 
@@ -113,9 +121,19 @@ func (t *Transport) newConn(nc *net.TCPConn, br *bufio.Reader, p int) (*conn, er
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{t: t, proc: p, nc: nc, raw: raw, br: br, kick: make(chan struct{}, 1),
+	c := &conn{t: t, proc: p, nc: nc, raw: raw, kick: make(chan struct{}, 1),
 		resume: make(chan struct{}, 1), waits: make(map[uint64]*wait), done: make(chan struct{})}
 	c.dwFn = c.directWrite
+	c.waitFn = c.waitPump
+	if err := raw.Control(func(fd uintptr) { c.fd = int(fd) }); err != nil {
+		return nil, err
+	}
+	// Bytes the handshake's reader took beyond the greeting.
+	c.rs.buf = make([]byte, readBuf)
+	if n := br.Buffered(); n > 0 {
+		b, _ := br.Peek(n)
+		c.rs.w = copy(c.rs.buf, b)
+	}
 	l, r := nc.LocalAddr().String(), nc.RemoteAddr().String()
 	c.raceOut, c.raceIn = raceWordFor(l, r), raceWordFor(r, l)
 	return c, nil
@@ -137,7 +155,12 @@ func (c *conn) failed() error {
 
 // fail records why the connection ended (the first reason wins), closes
 // it, answers every waiting caller with the error and logs it once.
-func (c *conn) fail(err error) {
+func (c *conn) fail(err error) { c.failWith(err, false) }
+
+// failHeld is fail for a caller that holds rmu (the parser).
+func (c *conn) failHeld(err error) { c.failWith(err, true) }
+
+func (c *conn) failWith(err error, held bool) {
 	c.failMu.Lock()
 	if c.err.Load() != nil {
 		c.failMu.Unlock()
@@ -150,7 +173,16 @@ func (c *conn) fail(err error) {
 	c.err.Store(&err)
 	close(c.done)
 	c.failMu.Unlock()
-	_ = c.nc.Close()
+	// Progress reads the socket by its number: close it under rmu, so
+	// that no parser reads a number the kernel may give to another file.
+	// A holder of rmu may run inside the reader's RawConn.Read, where
+	// Close would wait for itself: it shuts the socket down (which wakes
+	// every waiter), and the reader goroutine closes it as it ends.
+	if held {
+		_ = unix.Shutdown(c.fd, unix.SHUT_RDWR)
+	} else {
+		c.closeSock()
+	}
 	c.cmu.Lock()
 	ws := c.waits
 	c.waits = map[uint64]*wait{}
@@ -162,6 +194,13 @@ func (c *conn) fail(err error) {
 		c.t.cfg.Logf("tcp: process %d: connection to process %d failed: %v", c.t.rank, c.proc, err)
 	}
 	c.t.wakeSleeper()
+}
+
+// closeSock closes the socket under rmu (see fd).
+func (c *conn) closeSock() {
+	c.rmu.Lock()
+	_ = c.nc.Close()
+	c.rmu.Unlock()
 }
 
 // readErr turns a read error into the error of the peer's loss.
@@ -248,10 +287,9 @@ func (c *conn) writeNow() {
 		c.segs[0].b = c.segs[0].b[n:]
 		c.queued -= n
 	}
-	if c.dwErr != nil && !errors.Is(c.dwErr, unix.EAGAIN) {
-		c.fail(fmt.Errorf("%w: writing: %w", ErrPeerGone, c.dwErr))
-		return
-	}
+	// On EAGAIN, or an error (which the writer's own write then meets
+	// and fails the connection with: this caller may hold locks fail
+	// takes), the writer goes on.
 	c.kickWriter()
 }
 
@@ -314,7 +352,11 @@ func (c *conn) reply(head func([]byte) []byte, ext []byte) {
 		c.segs = append(c.segs, seg{b: ext})
 		c.queued += len(ext)
 	}
-	c.kickWriter()
+	if !c.flushing && len(c.segs) == 1 && c.segs[0].own {
+		c.writeNow()
+	} else {
+		c.kickWriter()
+	}
 	c.wmu.Unlock()
 }
 
@@ -426,73 +468,254 @@ func (c *conn) tick(period time.Duration) {
 }
 
 // --- Inbound ---
+//
+// The stream is parsed by whoever holds rmu: Progress, which reads the
+// socket without blocking (the fast path: a worker spinning on Progress
+// sees an arrival as soon as the kernel has it), or the connection's
+// reader goroutine, which waits for the socket to become readable and
+// answers Bind, Put and Get requests when nobody calls Progress (the
+// rdma contract: they never wait for the owner's calls). Either parses
+// as far as the socket has bytes; a frame split across reads resumes
+// where it stopped.
 
-// readLoop reads frames until the connection ends: packets into the
-// inbox, answers to waiting callers, requests answered at once.
+// pump results.
+const (
+	pumpAgain  = iota // the socket has no more bytes now
+	pumpFull          // the inbox holds MaxQueue bytes: stop reading (back-pressure)
+	pumpFailed        // the connection failed
+)
+
+// rstate is the parser's state, under rmu.
+type rstate struct {
+	buf  []byte // read buffer; buf[r:w] unparsed
+	r, w int
+	in   bool  // inside a frame's payload
+	f    frame // its head
+	hdr  [packet.HeaderWireSize]byte
+	dst  []byte // where the rest of the payload goes; nil: discarded
+	left uint64 // payload bytes still to come
+	a    arrival
+	wt   *wait
+	st   byte
+	fd   int // the socket, valid during a pump
+	res  int // the last pump's result (for the functions given RawConn)
+}
+
+// readLoop is the reader goroutine.
 func (c *conn) readLoop() {
-	var head [maxHead]byte
-	t := c.t
+	defer c.closeSock()
 	for {
-		if _, err := io.ReadFull(c.br, head[:1]); err != nil {
+		err := c.raw.Read(c.waitFn)
+		if err != nil {
 			c.fail(readErr(err))
 			return
+		}
+		switch c.rs.res {
+		case pumpFailed:
+			return
+		case pumpFull:
+			c.room()
+		}
+		if c.failed() != nil {
+			return
+		}
+	}
+}
+
+// waitPump is the reader goroutine's function for RawConn.Read: pump, and
+// ask to wait for readability when the socket is empty. When Progress
+// holds the parser it waits too: Progress reads until the socket is
+// empty, so the next bytes bring a new readiness event.
+func (c *conn) waitPump(fd uintptr) bool {
+	if !c.rmu.TryLock() {
+		return false
+	}
+	c.rs.res = c.pumpLocked(int(fd))
+	c.rmu.Unlock()
+	return c.rs.res != pumpAgain
+}
+
+// poll parses what the socket holds now, if no other goroutine does.
+func (c *conn) poll() {
+	if c.failed() != nil || !c.rmu.TryLock() {
+		return
+	}
+	res := c.pumpLocked(c.fd)
+	c.rmu.Unlock()
+	if res == pumpFull && c.paused.Load() {
+		c.resumeReader()
+	}
+}
+
+func (c *conn) resumeReader() {
+	select {
+	case c.resume <- struct{}{}:
+	default:
+	}
+}
+
+// readSome reads once into p without blocking: 0 and nil mean no bytes
+// now; io.EOF the peer closed.
+func (c *conn) readSome(p []byte) (int, error) {
+	for {
+		n, err := unix.Read(c.rs.fd, p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, nil
+		case err != nil:
+			return 0, err
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
 		}
 		if c.raceIn != nil {
 			c.raceIn.Load()
 		}
-		if head[0] == fBye {
-			c.fail(ErrPeerClosed)
-			return
+		return n, nil
+	}
+}
+
+// pumpLocked parses frames from the socket fd until it has no more bytes,
+// the inbox is full, or the connection fails. The caller holds rmu.
+func (c *conn) pumpLocked(fd int) int {
+	rs := &c.rs
+	rs.fd = fd
+	if rs.buf == nil {
+		rs.buf = make([]byte, readBuf)
+	}
+	for {
+		if c.failed() != nil {
+			return pumpFailed
 		}
-		size := headSize(head[0])
+		if rs.in {
+			if rs.left > 0 {
+				if avail := rs.w - rs.r; avail > 0 {
+					n := int(min(uint64(avail), rs.left))
+					if rs.dst != nil {
+						copy(rs.dst, rs.buf[rs.r:rs.r+n])
+						rs.dst = rs.dst[n:]
+					}
+					rs.r += n
+					rs.left -= uint64(n)
+					continue
+				}
+				if rs.dst != nil && rs.left >= readBuf/4 {
+					// Straight into the destination.
+					n, err := c.readSome(rs.dst[:rs.left])
+					if err != nil {
+						return c.readFailed(err)
+					}
+					if n == 0 {
+						return pumpAgain
+					}
+					rs.dst = rs.dst[n:]
+					rs.left -= uint64(n)
+					continue
+				}
+				if res, ok := c.fill(); !ok {
+					return res
+				}
+				continue
+			}
+			rs.in = false
+			if err := c.finish(); err != nil {
+				c.failHeld(err)
+				return pumpFailed
+			}
+			c.reads.Add(1)
+			continue
+		}
+		// A frame head.
+		if rs.w-rs.r < 1 {
+			if res, ok := c.fill(); !ok {
+				return res
+			}
+			continue
+		}
+		kind := rs.buf[rs.r]
+		if kind == fBye {
+			c.failHeld(ErrPeerClosed)
+			return pumpFailed
+		}
+		size := headSize(kind)
 		if size == 0 {
-			c.fail(fmt.Errorf("%w: unknown frame kind %#x", ErrProtocol, head[0]))
-			return
+			c.failHeld(fmt.Errorf("%w: unknown frame kind %#x", ErrProtocol, kind))
+			return pumpFailed
 		}
-		if _, err := io.ReadFull(c.br, head[1:size]); err != nil {
-			c.fail(readErr(fmt.Errorf("%w: truncated frame: %w", ErrProtocol, err)))
-			return
+		if rs.w-rs.r < size {
+			if res, ok := c.fill(); !ok {
+				return res
+			}
+			continue
 		}
-		f, _, _, err := decodeHead(head[:size], t.cfg.PayloadSize)
+		if kind == fPacket && c.inBytes.Load() > int64(c.t.cfg.MaxQueue) && c.t.waiting.Load() == 0 {
+			return pumpFull
+		}
+		f, _, _, err := decodeHead(rs.buf[rs.r:rs.r+size], c.t.cfg.PayloadSize)
 		if err == nil {
-			err = c.handle(&f)
+			if f.kind == fPacket {
+				copy(rs.hdr[:], f.hdr)
+				f.hdr = rs.hdr[:]
+			}
+			rs.r += size
+			err = c.begin(&f)
 		}
 		if err != nil {
-			if !errors.Is(err, ErrProtocol) {
-				err = readErr(err)
-			}
-			c.fail(err)
-			return
+			c.failHeld(err)
+			return pumpFailed
 		}
-		c.reads.Add(1)
 	}
+}
+
+// fill reads more bytes into the buffer (moving the unparsed ones to its
+// start). ok is false when none came: res says why.
+func (c *conn) fill() (res int, ok bool) {
+	rs := &c.rs
+	if rs.r > 0 {
+		rs.w = copy(rs.buf, rs.buf[rs.r:rs.w])
+		rs.r = 0
+	}
+	n, err := c.readSome(rs.buf[rs.w:])
+	if err != nil {
+		return c.readFailed(err), false
+	}
+	if n == 0 {
+		return pumpAgain, false
+	}
+	rs.w += n
+	return 0, true
+}
+
+// readFailed fails the connection for a read error: a truncated frame if
+// the peer ended inside one.
+func (c *conn) readFailed(err error) int {
+	rs := &c.rs
+	if errors.Is(err, io.EOF) && (rs.in || rs.w > rs.r) {
+		err = fmt.Errorf("%w: truncated frame (the connection ended inside one): %w", ErrProtocol, io.ErrUnexpectedEOF)
+	}
+	c.failHeld(readErr(err))
+	return pumpFailed
 }
 
 func (c *conn) protocol(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
 }
 
-// readFull reads a payload; a short read is a truncated frame.
-func (c *conn) readFull(b []byte) error {
-	if _, err := io.ReadFull(c.br, b); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return fmt.Errorf("%w: truncated frame (%d payload bytes announced): %w", ErrProtocol, len(b), err)
-		}
-		return err
-	}
-	return nil
-}
-
-func (c *conn) handle(f *frame) error {
+// begin acts on a frame head: at once for frames without payload, else
+// it sets where the payload goes and finish acts at its end.
+func (c *conn) begin(f *frame) error {
 	t := c.t
+	rs := &c.rs
+	rs.f = *f
+	rs.dst, rs.left, rs.wt, rs.st = nil, f.payloadLen(), nil, stOK
 	switch f.kind {
 	case fPacket:
 		dst := rdma.Addr(f.addr)
 		if owner := t.layout.Owner(dst); owner != t.rank {
 			return c.protocol("a packet for address %d, which is process %d's, not this process's (%d)", dst, owner, t.rank)
 		}
-		c.room()
-		a := arrival{dst: dst, size: packetHead + int(f.n)}
+		rs.a = arrival{dst: dst, size: packetHead + int(f.n)}
 		// An arrival is built in a pool packet only when no raw one is
 		// ahead of it: a raw one at the head needs a fresh packet, which
 		// must not be held by the arrivals behind it.
@@ -502,22 +725,15 @@ func (c *conn) handle(f *frame) error {
 					b.pool.Put(packet.NoWorker, pk)
 					return c.protocol("packet header: %v", err)
 				}
-				if err := c.readFull(pk.Payload()[:f.n]); err != nil {
-					b.pool.Put(packet.NoWorker, pk)
-					return err
-				}
-				a.pk, a.pool = pk, b.pool
+				rs.a.pk, rs.a.pool = pk, b.pool
+				rs.dst = pk.Payload()[:f.n]
 			}
 		}
-		if a.pk == nil {
-			a.raw = make([]byte, packet.HeaderWireSize+int(f.n))
-			copy(a.raw, f.hdr)
-			if err := c.readFull(a.raw[packet.HeaderWireSize:]); err != nil {
-				return err
-			}
-			c.raws.Add(1)
+		if rs.a.pk == nil {
+			rs.a.raw = make([]byte, packet.HeaderWireSize+int(f.n))
+			copy(rs.a.raw, f.hdr)
+			rs.dst = rs.a.raw[packet.HeaderWireSize:]
 		}
-		c.push(a)
 	case fBind, fUnbind:
 		a := rdma.Addr(f.addr)
 		if owner := t.layout.Owner(a); owner != c.proc && owner >= 0 {
@@ -540,16 +756,7 @@ func (c *conn) handle(f *frame) error {
 		if owner := t.layout.Owner(rdma.Addr(f.addr)); owner != t.rank {
 			return c.protocol("a Put for address %d, which is process %d's", f.addr, owner)
 		}
-		dst, st := t.lookup(f)
-		if st == stOK {
-			if err := c.readFull(dst); err != nil {
-				return err
-			}
-		} else if _, err := io.CopyN(io.Discard, c.br, int64(f.n)); err != nil {
-			return fmt.Errorf("%w: truncated frame: %w", ErrProtocol, err)
-		}
-		seq := f.seq
-		c.reply(func(b []byte) []byte { return appendAck(b, seq, st) }, nil)
+		rs.dst, rs.st = t.lookup(f)
 	case fGetReq:
 		if owner := t.layout.Owner(rdma.Addr(f.addr)); owner != t.rank {
 			return c.protocol("a Get from address %d, which is process %d's", f.addr, owner)
@@ -564,20 +771,38 @@ func (c *conn) handle(f *frame) error {
 		}
 		if f.status != stOK {
 			w.ch <- statusError(f.status)
-			return nil
+			break
 		}
 		if f.n != uint64(len(w.dst)) {
 			err := c.protocol("a Get answer of %d bytes for a Get of %d", f.n, len(w.dst))
 			w.ch <- &PeerError{Rank: c.proc, Err: err}
 			return err
 		}
-		if err := c.readFull(w.dst); err != nil {
-			w.ch <- &PeerError{Rank: c.proc, Err: err}
-			return err
-		}
-		w.ch <- nil
-	case fPing:
+		rs.wt, rs.dst = w, w.dst
 	}
+	rs.in = true
+	return nil
+}
+
+// finish acts on a frame whose payload has arrived.
+func (c *conn) finish() error {
+	rs := &c.rs
+	switch rs.f.kind {
+	case fPacket:
+		if rs.a.pk == nil {
+			c.raws.Add(1)
+		}
+		c.push(rs.a)
+		rs.a = arrival{}
+	case fPut:
+		seq, st := rs.f.seq, rs.st
+		c.reply(func(b []byte) []byte { return appendAck(b, seq, st) }, nil)
+	case fGetResp:
+		if rs.wt != nil {
+			rs.wt.ch <- nil
+		}
+	}
+	rs.wt, rs.dst = nil, nil
 	return nil
 }
 
@@ -590,14 +815,11 @@ func (c *conn) take(seq uint64) *wait {
 	return w
 }
 
-// room pauses the reader while the inbox holds more than MaxQueue bytes
-// and no caller of this process waits for a peer (a waiting caller
-// might wait for a frame behind them).
+// room parks the reader goroutine while the inbox holds more than
+// MaxQueue bytes and no caller of this process waits for a peer (a
+// waiting caller might wait for a frame behind them).
 func (c *conn) room() {
 	t := c.t
-	if c.inBytes.Load() <= int64(t.cfg.MaxQueue) {
-		return
-	}
 	c.paused.Store(true)
 	defer c.paused.Store(false)
 	tm := time.NewTimer(10 * time.Millisecond)

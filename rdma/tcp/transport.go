@@ -758,8 +758,9 @@ func (t *Transport) resumeReaders() {
 	}
 }
 
-// Progress delivers the arrivals the connections' readers have taken off
-// the sockets, in order per connection, to their Receivers. Arrivals for
+// Progress reads what the sockets hold without blocking (unless a
+// connection's reader goroutine is reading it) and delivers the arrivals,
+// in order per connection, to their Receivers. Arrivals for
 // an unbound address, or whose destination pool is dry, wait (holding back
 // their connection's later ones). It returns how many it delivered.
 func (t *Transport) Progress(w int) int {
@@ -768,6 +769,7 @@ func (t *Transport) Progress(w int) int {
 	}
 	n := 0
 	for _, c := range t.list {
+		c.poll()
 		if c.pending.Load() > 0 {
 			n += c.deliver(w)
 		}
@@ -880,6 +882,11 @@ func (t *Transport) Close() error {
 		}
 	}
 	t.wg.Wait()
+	for _, c := range conns {
+		if c != nil {
+			c.closeSock()
+		}
+	}
 	for _, c := range append(conns, t.self) {
 		if c != nil {
 			c.drop()
