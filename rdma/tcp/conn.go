@@ -542,6 +542,11 @@ func (c *conn) poll() {
 	}
 	res := c.pumpLocked(c.fd)
 	c.rmu.Unlock()
+	if res == pumpFailed {
+		// The pump only shut the socket down (see failWith); close it,
+		// which also wakes the reader goroutine.
+		c.closeSock()
+	}
 	if res == pumpFull && c.paused.Load() {
 		c.resumeReader()
 	}
