@@ -1,6 +1,10 @@
 package comm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/fibermpi/fibermpi/trace"
+)
 
 // Collectives. Every rank of the communicator calls the same collectives
 // in the same order, with consistent arguments (the same root, matching
@@ -66,7 +70,8 @@ func checkV(arg string, counts, displs []int, p, n int) error {
 
 // launch builds a collective's schedule and runs it (blocking) or starts
 // it (nonblocking, holding a reference to the communicator until done).
-func (c *Comm[T]) launch(nb bool, check func() error, build func(s *sched)) (*CollRequest, error) {
+// name names the collective in a trace.
+func (c *Comm[T]) launch(name string, nb bool, check func() error, build func(s *sched)) (*CollRequest, error) {
 	st, err := c.live()
 	if err != nil {
 		return nil, err
@@ -77,6 +82,9 @@ func (c *Comm[T]) launch(nb bool, check func() error, build func(s *sched)) (*Co
 	s := newSched(&st.coll)
 	build(s)
 	if !nb {
+		if tr := c.ep.Tracer(); tr != nil {
+			return nil, tracedRun(tr, name, s)
+		}
 		return nil, s.run()
 	}
 	q := &CollRequest{s: s}
@@ -90,16 +98,31 @@ func (c *Comm[T]) launch(nb bool, check func() error, build func(s *sched)) (*Co
 
 func noCheck() error { return nil }
 
+// tracedRun runs a blocking collective's schedule as a span of the trace.
+func tracedRun(tr *trace.Rank, name string, s *sched) error {
+	sp := tr.Begin("fibermpi." + name)
+	err := s.run()
+	sp.End(trace.KindColl, trace.NoPeer, 0, s.x.comm.Context, 0, name)
+	return err
+}
+
+func scanName(ex bool) string {
+	if ex {
+		return "Exscan"
+	}
+	return "Scan"
+}
+
 // Barrier returns once every rank has called it (dissemination algorithm,
 // ⌈log2 p⌉ rounds).
 func (c *Comm[T]) Barrier() error {
-	_, err := c.launch(false, noCheck, buildBarrier)
+	_, err := c.launch("Barrier", false, noCheck, buildBarrier)
 	return err
 }
 
 // Ibarrier starts a barrier.
 func (c *Comm[T]) Ibarrier() (*CollRequest, error) {
-	return c.launch(true, noCheck, buildBarrier)
+	return c.launch("Barrier", true, noCheck, buildBarrier)
 }
 
 // Bcast copies root's buf into every rank's buf (binomial tree). Every
@@ -113,7 +136,7 @@ func (c *Comm[T]) Bcast(buf []T, root int) error {
 func (c *Comm[T]) Ibcast(buf []T, root int) (*CollRequest, error) { return c.bcast(true, buf, root) }
 
 func (c *Comm[T]) bcast(nb bool, buf []T, root int) (*CollRequest, error) {
-	return c.launch(nb, func() error { return checkRoot(root, c.Size()) },
+	return c.launch("Bcast", nb, func() error { return checkRoot(root, c.Size()) },
 		func(s *sched) { buildBcast(s, buf, root) })
 }
 
@@ -131,7 +154,7 @@ func (c *Comm[T]) Ireduce(send, recv []T, op Op[T], root int) (*CollRequest, err
 }
 
 func (c *Comm[T]) reduce(nb bool, send, recv []T, op Op[T], root int) (*CollRequest, error) {
-	return c.launch(nb, func() error {
+	return c.launch("Reduce", nb, func() error {
 		if err := checkRoot(root, c.Size()); err != nil {
 			return err
 		}
@@ -163,7 +186,7 @@ func (c *Comm[T]) Iallreduce(send, recv []T, op Op[T]) (*CollRequest, error) {
 }
 
 func (c *Comm[T]) allreduce(nb bool, send, recv []T, op Op[T]) (*CollRequest, error) {
-	return c.launch(nb, func() error { return checkReduceArgs(send, recv, op, "Allreduce") },
+	return c.launch("Allreduce", nb, func() error { return checkReduceArgs(send, recv, op, "Allreduce") },
 		func(s *sched) { buildAllreduce(s, send, recv, op) })
 }
 
@@ -202,7 +225,7 @@ func (c *Comm[T]) Iexscan(send, recv []T, op Op[T]) (*CollRequest, error) {
 }
 
 func (c *Comm[T]) scan(nb bool, send, recv []T, op Op[T], ex bool) (*CollRequest, error) {
-	return c.launch(nb, func() error { return checkReduceArgs(send, recv, op, "Scan") },
+	return c.launch(scanName(ex), nb, func() error { return checkReduceArgs(send, recv, op, "Scan") },
 		func(s *sched) { buildScan(s, send, recv, op, ex) })
 }
 
@@ -222,7 +245,7 @@ func (c *Comm[T]) IreduceScatterBlock(send, recv []T, op Op[T]) (*CollRequest, e
 
 func (c *Comm[T]) reduceScatterBlock(nb bool, send, recv []T, op Op[T]) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch(nb, func() error {
+	return c.launch("ReduceScatterBlock", nb, func() error {
 		if err := checkOp(op); err != nil {
 			return err
 		}
@@ -265,7 +288,7 @@ func (c *Comm[T]) reduceScatter(nb bool, send, recv []T, counts []int, op Op[T])
 		displs[i] = total
 		total += n
 	}
-	return c.launch(nb, func() error {
+	return c.launch("ReduceScatter", nb, func() error {
 		if err := checkOp(op); err != nil {
 			return err
 		}

@@ -28,7 +28,7 @@ func (c *Comm[T]) Igather(send, recv []T, root int) (*CollRequest, error) {
 
 func (c *Comm[T]) gather(nb bool, send, recv []T, root int) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch(nb, func() error {
+	return c.launch("Gather", nb, func() error {
 		if err := checkRoot(root, p); err != nil {
 			return err
 		}
@@ -56,7 +56,7 @@ func (c *Comm[T]) Igatherv(send, recv []T, counts, displs []int, root int) (*Col
 
 func (c *Comm[T]) gatherv(nb bool, send, recv []T, counts, displs []int, root int) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch(nb, func() error {
+	return c.launch("Gatherv", nb, func() error {
 		if err := checkRoot(root, p); err != nil {
 			return err
 		}
@@ -84,7 +84,7 @@ func (c *Comm[T]) Iscatter(send, recv []T, root int) (*CollRequest, error) {
 
 func (c *Comm[T]) scatter(nb bool, send, recv []T, root int) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch(nb, func() error {
+	return c.launch("Scatter", nb, func() error {
 		if err := checkRoot(root, p); err != nil {
 			return err
 		}
@@ -112,7 +112,7 @@ func (c *Comm[T]) Iscatterv(send []T, counts, displs []int, recv []T, root int) 
 
 func (c *Comm[T]) scatterv(nb bool, send []T, counts, displs []int, recv []T, root int) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch(nb, func() error {
+	return c.launch("Scatterv", nb, func() error {
 		if err := checkRoot(root, p); err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func (c *Comm[T]) Iallgather(send, recv []T) (*CollRequest, error) {
 
 func (c *Comm[T]) allgather(nb bool, send, recv []T) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch(nb, func() error {
+	return c.launch("Allgather", nb, func() error {
 		if err := checkLen("Allgather recv", len(recv), p*len(send)); err != nil {
 			return err
 		}
@@ -167,7 +167,7 @@ func (c *Comm[T]) Iallgatherv(send, recv []T, counts, displs []int) (*CollReques
 
 func (c *Comm[T]) allgatherv(nb bool, send, recv []T, counts, displs []int) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch(nb, func() error {
+	return c.launch("Allgatherv", nb, func() error {
 		if err := checkV("Allgatherv recv", counts, displs, p, len(recv)); err != nil {
 			return err
 		}
@@ -197,7 +197,7 @@ func (c *Comm[T]) Ialltoall(send, recv []T) (*CollRequest, error) {
 
 func (c *Comm[T]) alltoall(nb bool, send, recv []T) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch(nb, func() error {
+	return c.launch("Alltoall", nb, func() error {
 		if len(send)%p != 0 {
 			return &CountError{Arg: "Alltoall send", Have: len(send), Want: p * (len(send) / p)}
 		}
@@ -235,7 +235,7 @@ func (c *Comm[T]) Ialltoallv(send []T, scounts, sdispls []int, recv []T, rcounts
 
 func (c *Comm[T]) alltoallv(nb bool, send []T, scounts, sdispls []int, recv []T, rcounts, rdispls []int) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch(nb, func() error {
+	return c.launch("Alltoallv", nb, func() error {
 		if err := checkV("Alltoallv send", scounts, sdispls, p, len(send)); err != nil {
 			return err
 		}

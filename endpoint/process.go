@@ -12,6 +12,7 @@ import (
 	"github.com/fibermpi/fibermpi/match"
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/trace"
 )
 
 // ThreadLevel is how many threads may use an endpoint, with Snir's
@@ -141,6 +142,13 @@ type Options struct {
 	// instead of shared memory there; every process of the job must set
 	// it alike. FIBERMPI_TRANSPORT=tcp in the environment does the same.
 	ForceTCP bool
+	// Trace, if not empty, turns on the trace recorder (package trace)
+	// and names the file Finalize writes it to; in a job of several
+	// processes each writes its part to Trace.<process rank>, which
+	// cmd/fmpi-trace merges. Empty means the value of FIBERMPI_TRACE, and
+	// no tracing if that is empty too. Tracing off costs a nil test per
+	// call.
+	Trace string
 }
 
 func (o Options) withDefaults() Options {
@@ -228,6 +236,11 @@ type Process struct {
 	worldCore *core // this process's endpoint in it
 	finalized atomic.Bool
 
+	// rec records the trace (trace.go), nil when off; traceFile is where
+	// Finalize writes it.
+	rec       *trace.Recorder
+	traceFile string
+
 	// failure is the error that ended the job, set once (watch).
 	failure atomic.Pointer[error]
 	// unwatch stops watch at Finalize; watched is closed when it returns.
@@ -286,6 +299,9 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 		}
 	}
 	p.layout = rdma.NewLayout(p.procs)
+	if p.traceFile = p.tracePath(); p.traceFile != "" {
+		p.rec = trace.NewRecorder(p.rank, p.procs, 0)
+	}
 	if p.tr == nil {
 		// Before the workers start: their idle hook polls it.
 		tr, err := p.connect()
@@ -607,7 +623,7 @@ func (p *Process) Finalize() error {
 		_ = p.tr.Unbind(c.addr)
 	}
 	p.mu.Unlock()
-	err = errors.Join(berr, err, p.tr.Close())
+	err = errors.Join(berr, err, p.tr.Close(), p.writeTrace())
 	if p.boot != nil {
 		close(p.unwatch)
 		<-p.watched
