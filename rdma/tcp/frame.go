@@ -40,8 +40,6 @@ const (
 	accessHead = 1 + 8 + 4 + 4 + 8 + 8 + 8 + 8
 	respHead   = 1 + 8 + 1 + 8
 	pingHead   = 1
-	// maxHead is the largest head.
-	maxHead = packetHead
 )
 
 // Status codes of fAck and fGetResp.
