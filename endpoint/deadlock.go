@@ -41,10 +41,10 @@ import (
 // reported. With ProgressCaller a Wait on a request other than the blocking
 // Send and Recv is not seen as blocked. A goroutine that sends without
 // being registered is invisible. Between processes each process can tell
-// only its own part (Process.Deadlocked); deciding needs the others'
-// parts and the transport's count of packets in flight, which the launcher
-// gathers, so the watchdog ends the job by itself only when every
-// endpoint of the callers' worlds lives in this process.
+// only its own part (Process.Deadlocked); deciding needs every process's
+// part and a count of the packets in flight between them, which only the
+// launcher can gather (not built yet), so the watchdog ends the job by
+// itself only in a job of one process.
 
 // Defaults of Watch.
 const (
