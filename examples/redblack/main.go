@@ -28,7 +28,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	n := fs.Int("n", 512, "grid size: n×n interior cells")
 	iters := fs.Int("iters", 200, "iterations (red sweep + black sweep); with -tol, the most to run")
 	tol := fs.Float64("tol", 0, "if > 0, stop at the first iteration whose residual (largest change of a cell) is below it")
-	ranks := fs.Int("ranks", 2, "mpi: ranks; hybrid and funneled: processes (at least 1)")
+	ranks := fs.Int("ranks", 2, "mpi: ranks; hybrid and funneled: processes (at least 1); under a launcher, the number of processes (its default there)")
 	threads := fs.Int("threads", 2, "threads: fibers; hybrid and funneled: fibers per process (at least 1)")
 	eps := fs.Int("endpoints", 2, "hybrid: endpoints per process (1 or 2)")
 	workers := fs.Int("workers", 0, "fiber workers, i.e. OS threads (0: GOMAXPROCS)")
