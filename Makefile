@@ -12,6 +12,11 @@
 #   make test-launch the launcher tests under mpiexec.hydra, srun (a one-node
 #                    Slurm started for them) and torchrun's variables;
 #                    installs MPICH, Slurm and munge when missing (root)
+#   make redblack-c  the C reference of examples/redblack (gcc, mpicc.mpich,
+#                    mpicc.openmpi) into bench/redblack-c/bin
+#   make bench-redblack  Go red-black variants vs the C reference, RBROUNDS (5)
+#                    interleaved runs at 512×512×200 and 2048×2048×60, grids
+#                    checked by hash; tables in bench/redblack-c/bin/*.md
 #
 # The tools are pinned by the tool lines of go.mod and run with go tool.
 
@@ -25,7 +30,7 @@ COUNT     ?= 6
 RACEFLAGS ?= -race
 
 .PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools modverify staticcheck vulncheck docs docs-check \
-	bench-mpi bench-mpi-quick test-launch
+	bench-mpi bench-mpi-quick test-launch redblack-c bench-redblack
 
 all: test
 
@@ -96,3 +101,11 @@ bench-mpi-quick:
 # cannot start), stops the cluster. See scripts/engines.sh.
 test-launch:
 	GO=$(GO) ./scripts/engines.sh test
+
+redblack-c:
+	$(MAKE) -C bench/redblack-c
+
+RBROUNDS ?= 5
+bench-redblack: redblack-c
+	GO=$(GO) bench/redblack-c/compare.sh -n 512 -iters 200 -runs $(RBROUNDS) | tee bench/redblack-c/bin/table-512.md
+	GO=$(GO) bench/redblack-c/compare.sh -n 2048 -iters 60 -runs $(RBROUNDS) | tee bench/redblack-c/bin/table-2048.md

@@ -27,6 +27,16 @@
 // iterations, or with Tol > 0 after the first iteration whose residual is
 // below Tol.
 //
+// On amd64 the kernel is assembly: AVX-512 where the CPU has it, else AVX2
+// (chosen at start-up with x/sys/cpu), computing whole runs of columns and
+// storing the cells of the colour under a mask (kernel_amd64.go explains the
+// stride-2 access and why it is safe). It adds in the same order and does
+// not fuse the multiplication, so it gives the bits of the Go loop, which
+// is the kernel elsewhere and with -tags purego, and the reference the
+// vector kernels are tested and fuzzed against. The C reference in
+// bench/redblack-c computes the same grids; bench/redblack-c/compare.sh runs
+// it beside this command (-hash) and compares times and grids.
+//
 // # Variants
 //
 // Every variant cuts the grid into horizontal stripes of whole rows
@@ -147,8 +157,8 @@
 // # Measuring
 //
 // Result.Elapsed times the iterations alone, from the moment every fiber is
-// set up to the moment the last finishes, and Result.CPU the process's CPU
-// time meanwhile. BenchmarkRedBlack compares the variants on a 2048×2048
+// set up (and the set-up's garbage collected) to the moment the last
+// finishes, and Result.CPU the process's CPU time meanwhile. BenchmarkRedBlack compares the variants on a 2048×2048
 // grid in one run (BenchmarkRedBlackSmall on 512×512, where synchronization
 // weighs more); -repeat runs them in rounds from the command:
 //

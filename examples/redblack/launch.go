@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -132,10 +133,22 @@ func (t *team) spawn(id int, body func(f *fiber.Fiber) error) {
 }
 
 // begin holds fiber id at the start gate until all n fibers are set up; the
-// last to arrive starts the clock.
+// last to arrive collects the garbage of the set-up and starts the clock.
 func (t *team) begin(id int, w *fiber.Waiter) {
-	t.gate.wait(id, w, func() { t.cpuStart, t.start = testenv.ProcessCPU(), time.Now() })
+	t.gate.wait(id, w, func() {
+		collect()
+		t.cpuStart, t.start = testenv.ProcessCPU(), time.Now()
+	})
 }
+
+// collect runs a full garbage collection before a timed part, so that a
+// cycle started by the set-up's allocations does not run into the timed
+// iterations, whose time would then depend on when it started. (Fiber
+// workers hold their Ps and give one to the collector's background worker
+// only when the runtime preempts them, so a cycle that overlaps the
+// iterations stalls a worker for a scheduler round trip or more.) From a
+// fiber it blocks the fiber's worker for the collection.
+func collect() { runtime.GC() }
 
 // stop records that a fiber has finished iterating; the last stops the clock.
 func (t *team) stop() {

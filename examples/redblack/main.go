@@ -39,6 +39,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	version := fs.Bool("version", false, "print the version of fibermpi and of the build, and exit")
 	verbose := fs.Bool("v", false, "under a launcher, every process prints its own table (only process 0's checks the grids); otherwise only process 0 prints")
 	tracePath := fs.String("trace", "", "write a fibermpi trace of the run to this file (see cmd/fmpi-trace; with several variants, the last one's)")
+	hash := fs.Bool("hash", false, "after each run print a line with its time per iteration, residual bits and grid hash (see bench/redblack-c)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: redblack [flags]\n\nRed-black SOR (seed 004 §4.3) in every variant, checked against the sequential code.\n\nVariants:\n")
 		for _, v := range variants {
@@ -225,6 +226,9 @@ func cli(args []string, stdout, stderr io.Writer) int {
 			if rows[k].first == nil {
 				rows[k].first = &Result{Iters: r.Iters, Res: r.Res}
 			}
+			if *hash {
+				printHash(stdout, v, cfg, r)
+			}
 			rows[k].times = append(rows[k].times, r.PerIter())
 			rows[k].cpus = append(rows[k].cpus, r.CPU/time.Duration(r.Iters))
 		}
@@ -247,6 +251,22 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	}
 	tw.Flush()
 	return status
+}
+
+// printHash prints the line bench/redblack-c/compare.sh reads, in the
+// format of the C reference's: layout is processes×threads.
+func printHash(w io.Writer, v Variant, c Config, r *Result) {
+	p, t := 1, 1
+	switch v.Name {
+	case "threads":
+		t = c.Threads
+	case "mpi":
+		p = c.Ranks
+	case "hybrid", "funneled":
+		p, t = c.Ranks, c.Threads
+	}
+	fmt.Fprintf(w, "result impl=go variant=%s layout=%dx%d n=%d iters=%d ns_per_iter=%d residual=%016x hash=%016x kernel=%s\n",
+		v.Name, p, t, c.Rows, r.Iters, r.PerIter().Nanoseconds(), math.Float64bits(r.Res), r.Grid.Hash(), kernelName())
 }
 
 // median returns the median of ds (not empty), sorting ds.
