@@ -226,7 +226,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 			if rows[k].first == nil {
 				rows[k].first = &Result{Iters: r.Iters, Res: r.Res}
 			}
-			if *hash {
+			if *hash && r.Grid != nil { // under a launcher process 0 alone has the grid
 				printHash(stdout, v, cfg, r)
 			}
 			rows[k].times = append(rows[k].times, r.PerIter())

@@ -86,9 +86,10 @@ func TestProcesses(t *testing.T) {
 
 // TestProcessesAll runs every variant under a launcher: seq and threads at
 // process 0 alone, the others across the processes, in two rounds; with -v
-// every process prints its table, the others' saying where the check is.
+// every process prints its table, the others' saying where the check is,
+// and -hash prints process 0's hash of each run's grid.
 func TestProcessesAll(t *testing.T) {
-	out := runProcs(t, 2, "-n", "10", "-iters", "4", "-workers", "2", "-repeat", "2", "-v")
+	out := runProcs(t, 2, "-n", "10", "-iters", "4", "-workers", "2", "-repeat", "2", "-v", "-hash")
 	wantIdentical(t, out, "threads", "mpi", "hybrid", "funneled")
 	for _, want := range []string{"process 0 of 2", "process 1 of 2", "checked at process 0", "reference"} {
 		if !strings.Contains(out, want) {
@@ -97,6 +98,10 @@ func TestProcessesAll(t *testing.T) {
 	}
 	if n := strings.Count(out, "checked at process 0"); n != 3 {
 		t.Errorf("process 1 ran %d variants, want mpi, hybrid and funneled:\n%s", n, out)
+	}
+	// -hash: process 0's line per run (it alone holds the grid), two rounds.
+	if n := strings.Count(out, "result impl=go variant=hybrid layout=2x2"); n != 2 {
+		t.Errorf("%d -hash lines of hybrid, want 2:\n%s", n, out)
 	}
 }
 
