@@ -71,7 +71,7 @@ func newTeam(n, workers int, spin time.Duration, level endpoint.ThreadLevel, k i
 		t.sched, t.finish, t.shared = job.Scheduler(), job.Finalize, true
 		return t, eps, nil
 	}
-	p, err := endpoint.Init(level, endpoint.Options{Workers: workers, Fiber: fiber.Config{SleepAfter: spin}, Trace: traceFile})
+	p, err := endpoint.Init(level, processOptions(workers, spin))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,6 +86,12 @@ func newTeam(n, workers int, spin time.Duration, level endpoint.ThreadLevel, k i
 // traceFile, if not empty, is where every process newTeam starts writes
 // its trace at Finalize (the -trace flag; endpoint.Options.Trace).
 var traceFile string
+
+// processOptions are the options of every process the command initialises:
+// workers fiber workers that spin for spin when idle, and -trace.
+func processOptions(workers int, spin time.Duration) endpoint.Options {
+	return endpoint.Options{Workers: workers, Fiber: fiber.Config{SleepAfter: spin}, Trace: traceFile}
+}
 
 // job is this OS process's part of a job of several processes when a
 // launcher (fmpirun, mpiexec.hydra) started the command, set once by cli

@@ -14,7 +14,6 @@ import (
 
 	"github.com/fibermpi/fibermpi"
 	"github.com/fibermpi/fibermpi/endpoint"
-	"github.com/fibermpi/fibermpi/fiber"
 )
 
 func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -146,8 +145,9 @@ func cli(args []string, stdout, stderr io.Writer) int {
 				level = max(level, v.level(cfg))
 			}
 		}
-		p, err := endpoint.Init(level, endpoint.Options{Workers: cfg.Workers,
-			Fiber: fiber.Config{SleepAfter: cfg.Spin}, Trace: traceFile, Bootstrap: b})
+		o := processOptions(cfg.Workers, cfg.Spin)
+		o.Bootstrap = b
+		p, err := endpoint.Init(level, o)
 		if err != nil {
 			fmt.Fprintf(stderr, "redblack: process %d: %v\n", b.Rank(), err)
 			return 1
