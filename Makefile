@@ -9,6 +9,8 @@
 #   make bench-mpi   OSU-method benchmarks: fibermpi vs MPICH vs Open MPI, ROUNDS
 #                    (6) interleaved rounds, summary in bench-mpi.txt
 #   make bench-mpi-quick  the same at 8 B and 1 MiB only, in bench-mpi-quick.txt
+#   make bench-mpi-tcp    latency and bw, 8 B and 1 MiB, between processes over
+#                    loopback TCP (Open MPI btl/tcp, MPICH's tcp), in bench-mpi-tcp-quick.txt
 #   make test-launch the launcher tests under mpiexec.hydra, srun (a one-node
 #                    Slurm started for them) and torchrun's variables;
 #                    installs MPICH, Slurm and munge when missing (root)
@@ -30,7 +32,7 @@ COUNT     ?= 6
 RACEFLAGS ?= -race
 
 .PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools modverify staticcheck vulncheck docs docs-check \
-	bench-mpi bench-mpi-quick test-launch redblack-c bench-redblack
+	bench-mpi bench-mpi-quick bench-mpi-tcp test-launch redblack-c bench-redblack
 
 all: test
 
@@ -94,6 +96,9 @@ bench-mpi:
 
 bench-mpi-quick:
 	GO=$(GO) ROUNDS=$(COUNT) ./scripts/bench-mpi.sh -quick
+
+bench-mpi-tcp:
+	GO=$(GO) ROUNDS=$(COUNT) ./scripts/bench-mpi.sh -tcp -quick
 
 # Installs MPICH, slurm-wlm and munge with apt-get if missing, starts a
 # one-node Slurm cluster, runs internal/enginetest and bootstrap with the

@@ -137,6 +137,11 @@ type Options struct {
 	// the processes of this node). Tests use it to join several Processes
 	// of one OS process.
 	Remote rdma.Transport
+	// ForceTCP, in a job of several processes, makes TCP (rdma/tcp) carry
+	// the traffic between every pair of processes, also of one node,
+	// instead of shared memory there; every process of the job must set
+	// it alike. FIBERMPI_TRANSPORT=tcp in the environment does the same.
+	ForceTCP bool
 	// Trace, if not empty, turns on the trace recorder (package trace)
 	// and names the file Finalize writes it to; in a job of several
 	// processes each writes its part to Trace.<process rank>, which
