@@ -203,4 +203,5 @@ func (p *Process) watch() {
 // failed records the error that ends the job.
 func (p *Process) failed(err error) {
 	p.failure.CompareAndSwap(nil, &err)
+	p.Abort(err) // every blocked and later call here returns it (job.go)
 }

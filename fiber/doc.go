@@ -84,12 +84,22 @@
 // # Blocking
 //
 // Every blocking call in fibermpi says what it does to its caller. In this
-// package: Waiter.Block, Event.Wait and Fiber.Yield yield a fiber to its
-// worker and park a plain goroutine (Go's way); Scheduler.Wait and
-// Scheduler.Close park the calling goroutine and must not be called from a
-// fiber of the same scheduler. Inside a fiber, anything that blocks the OS
-// thread (channel operations, sync.Mutex, sleeping system calls, time.Sleep)
-// stops every fiber of that worker until it returns.
+// package: Waiter.Block, Event.Wait, Event.WaitTimeout, Event.WaitContext,
+// Sleep and Fiber.Yield yield a fiber to its worker and park a plain
+// goroutine (Go's way); Scheduler.Wait and Scheduler.Close park the calling
+// goroutine and must not be called from a fiber of the same scheduler.
+// Inside a fiber, anything that blocks the OS thread (channel operations,
+// select, sync.Mutex, sleeping system calls, time.Sleep) stops every fiber
+// of that worker until it returns: use Sleep for time.Sleep, and
+// WaitTimeout and WaitContext for a select on a timer or on ctx.Done().
+// Scheduler.WatchStuck reports, once each, the fibers that keep their
+// worker that way for longer than a threshold, with their stack. Current
+// tells a blocking call that is given no waiter whether its caller is a
+// fiber (one system call), so that it can yield instead.
+//
+// Observers: Event.Armed, Mark and Marked let a watchdog see what a waiter
+// waits on and whether that wait has lasted, without any cost to Signal
+// and Wait (endpoint's deadlock report uses them).
 //
 // # Runtime rules
 //

@@ -143,6 +143,10 @@ type Scheduler struct {
 	errs  []error
 
 	closeOnce sync.Once
+
+	// watch is the stuck-fiber monitor (watch.go), nil if none; set
+	// under mu.
+	watch *stuckWatch
 }
 
 // New starts a scheduler with cfg's workers and returns once every worker
@@ -281,6 +285,7 @@ func (s *Scheduler) Close() error {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
+		s.stopWatch()
 		for _, w := range s.workers {
 			w.stop.Store(true)
 			w.wake()

@@ -73,6 +73,8 @@ type worker struct {
 	// park is where the worker's thread sleeps and is woken.
 	park parker
 	_    cpu.CacheLinePad
+	// hb answers the stuck-fiber monitor (watch.go).
+	hb heartbeat
 }
 
 func newWorker(s *Scheduler, id, nslots, cpuID int) *worker {
@@ -139,6 +141,8 @@ func (w *worker) run(ready chan<- error) {
 			return
 		}
 	}
+	w.hb.gid.Store(goid())
+	defer w.enterThread()() // for Current (current.go)
 	ready <- nil
 	exited := false
 	defer func() {
@@ -158,6 +162,7 @@ func (w *worker) loop() {
 		step      int       // backoff steps per idle pass; 0 while spinning hot
 	)
 	for {
+		w.hb.answer()
 		if w.spawnq.Load() != nil {
 			w.drainSpawns()
 		}
@@ -299,6 +304,7 @@ func (w *worker) resume(slot uint32) {
 	w.cur = f
 	w.direct = 0
 	f.started = true
+	w.hb.answer()
 	_, ok := f.next()
 	w.cur = nil
 	if !ok {
