@@ -68,7 +68,6 @@ func killedChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Unregister()
 	world := h.World()
 	// One round so that every process is up and connected.
 	buf := make([]byte, 1)
@@ -96,7 +95,20 @@ func killedChild(t *testing.T) {
 		results <- result{who, err, time.Since(killed)}
 	}
 	killed = time.Now().Add(50 * time.Millisecond) // approximately: rank 1 sleeps as long
-	go wait("goroutine", h, world, 1)
+	// A handle belongs to the goroutine that registered it: the waiting
+	// goroutine registers the world endpoint itself.
+	if err := h.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		g, err := w0.Register(fiber.NewGoroutineWaiter())
+		if err != nil {
+			results <- result{"goroutine", err, 0}
+			return
+		}
+		defer g.Unregister()
+		wait("goroutine", g, world, 1)
+	}()
 	calls := 1
 	if me == 0 {
 		// A fiber of this process's second endpoint waits on one of
