@@ -195,13 +195,7 @@ func (p *Process) watch() {
 	defer close(p.watched)
 	select {
 	case err := <-p.boot.Failed():
-		p.failed(err)
+		p.Abort(err) // every blocked and later call here returns it (job.go)
 	case <-p.unwatch:
 	}
-}
-
-// failed records the error that ends the job.
-func (p *Process) failed(err error) {
-	p.failure.CompareAndSwap(nil, &err)
-	p.Abort(err) // every blocked and later call here returns it (job.go)
 }

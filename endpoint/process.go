@@ -248,8 +248,6 @@ type Process struct {
 	rec       *trace.Recorder
 	traceFile string
 
-	// failure is the error that ended the job, set once (watch).
-	failure atomic.Pointer[error]
 	// unwatch stops watch at Finalize; watched is closed when it returns.
 	unwatch, watched chan struct{}
 
@@ -625,7 +623,7 @@ func (p *Process) Finalize() error {
 	}
 	p.endCalls() // blocked callers return ErrFinalized (job.go)
 	var berr error
-	if p.boot != nil && p.failure.Load() == nil && p.job.end.Load() == nil {
+	if p.boot != nil && p.job.end.Load() == nil {
 		// No process may close its transport while another may still
 		// send to it: wait for all of them (or the job's failure). A job
 		// that failed here (job.go) does not wait: the others may be

@@ -6,6 +6,7 @@
 //	go run ./examples/redblack                       # every variant, 512×512, checked
 //	go run ./examples/redblack -variant hybrid -n 2048 -iters 100 -ranks 2 -threads 2
 //	go run ./examples/redblack -variant mpi -n 256 -tol 1e-6 -iters 100000 -ranks 4
+//	fmpirun -n 3 redblack -variant mpi,hybrid,funneled     # one stripe per real process
 //
 // # The computation
 //
@@ -81,6 +82,24 @@
 // placed on the workers in blocks, so that neighbouring stripes share a
 // worker where they can.
 //
+// # Real processes under a launcher
+//
+// Started by a launcher (fmpirun, mpiexec.hydra; endpoint.DetectBootstrap),
+// the command is one process of a job, and mpi, hybrid and funneled run one
+// stripe per real process: -ranks is the number of processes (left out, it
+// is taken from the launcher; another value is refused). Each process joins
+// the job once (endpoint.Init, at the highest thread level the chosen
+// variants need) and, for every run, creates only its own stripe's
+// endpoints (CreateEndpoints is collective: the new world holds process 0's
+// first, so the ranks are those of the embedded default) and starts only
+// its own stripe's fibers. After the last iteration every endpoint of the
+// world calls Gatherv, each stripe's first with its rows, and process 0
+// assembles the grid. seq and threads, which pass no messages, run at
+// process 0 alone, which checks every grid against seq's and prints the
+// table; the others print nothing unless -v. Under a launcher the residual
+// and the iteration count come out of the same Scan and Allreduce as in
+// one process, across the processes now.
+//
 // # Idle workers
 //
 // A fiber that waits for a neighbour yields its worker; a worker with nothing
@@ -131,8 +150,9 @@
 // seed would make the first and last slightly larger; every process has the
 // same number of endpoints (the seed gives the edge processes one), so ranks
 // are uniform and an edge process's unused endpoint still takes part in the
-// collectives; the final grid is assembled by the driver from the slabs,
-// which share its address space, rather than gathered by messages.
+// collectives; in the embedded default the final grid is assembled by the
+// driver from the slabs, which share its address space, rather than
+// gathered by messages (under a launcher it is gathered, by Gatherv).
 //
 // # Measuring
 //
