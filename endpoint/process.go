@@ -88,10 +88,13 @@ func (m ProgressMode) String() string {
 // Defaults of Options.
 const (
 	// ProcessSleepAfter is how long an idle fiber worker spins (then
-	// backs off) before it sleeps, in a job of several processes, unless
-	// Options.Fiber.SleepAfter says otherwise: a sleeping worker polls the
-	// transport only every Fiber.PollInterval, so a short spin would put
-	// that delay into every pause of a message stream.
+	// backs off) before it sleeps, in a job of several processes whose
+	// transport cannot wake it (no rdma.Alarm: TCP, or a progress mode
+	// other than ProgressIdle), unless Options.Fiber.SleepAfter says
+	// otherwise: such a sleeping worker polls the transport only every
+	// Fiber.PollInterval, so a short spin would put that delay into every
+	// pause of a message stream. Over shared memory an arrival wakes a
+	// sleeping worker (fiber.Config.Alarm), and the fiber default holds.
 	ProcessSleepAfter   = 20 * time.Millisecond
 	DefaultEagerLimit   = packet.DefaultPayloadSize
 	DefaultMaxEndpoints = 1 << 20
@@ -324,10 +327,18 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 	}
 	p.local, _ = p.tr.(rdma.Local)
 	fcfg := opts.Fiber
-	if p.procs > 1 && fcfg.SleepAfter == 0 {
+	var alarm rdma.Alarm
+	if opts.Progress == ProgressIdle {
+		alarm = alarmOf(p.tr)
+	}
+	if p.procs > 1 && fcfg.SleepAfter == 0 && alarm == nil && fcfg.Alarm == nil {
 		// Arrivals from other processes do not wake a sleeping worker
 		// before its next poll (PollInterval): spin longer first.
 		fcfg.SleepAfter = ProcessSleepAfter
+	}
+	if fcfg.Alarm == nil && alarm != nil {
+		// Arrivals from other processes wake a sleeping worker at once.
+		fcfg.Alarm = alarm
 	}
 	if opts.Progress == ProgressIdle {
 		userIdle := fcfg.Idle
@@ -411,6 +422,17 @@ func (p *Process) serve() {
 			runtime.Gosched() // long idle: let the Go scheduler run others
 		}
 	}
+}
+
+// alarmOf returns tr's Alarm, or nil if it has none.
+func alarmOf(tr rdma.Transport) rdma.Alarm {
+	switch t := tr.(type) {
+	case rdma.AlarmSource:
+		return t.Alarm()
+	case rdma.Alarm:
+		return t
+	}
+	return nil
 }
 
 // remote reports whether the endpoint at a is reached only by packets (the

@@ -122,7 +122,10 @@
 // itself returns at once if the word changed since the sleeper read it.
 // No wake-up is lost. Producers make the system call only while someone
 // sleeps; otherwise the only cost is one load of a line that changes only
-// when the receiver goes to sleep or wakes.
+// when the receiver goes to sleep or wakes. Arm and Disarm are Sleep's two
+// halves (rdma.Alarm), for a sleeper that also waits on a word of its own:
+// a fiber worker waits on its private futex word and on this one at once,
+// so that both a fiber's wake-up and an arrival end its sleep.
 //
 // # Using it
 //

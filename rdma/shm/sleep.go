@@ -4,10 +4,13 @@ package shm
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fibermpi/fibermpi/rdma"
 )
 
 // futex(2) operations. Without FUTEX_PRIVATE_FLAG: the word is in memory
@@ -37,22 +40,40 @@ const (
 // before the wait makes the wait return at once, a bump after it comes
 // with a wake.
 func (t *Transport) Sleep(max time.Duration) {
-	if max <= 0 || t.closed.Load() {
+	if max <= 0 {
 		return
 	}
-	h := t.self.hdr
-	seq := h.seq.Load()
-	h.waiters.Add(1)
-	if !t.pending() && !t.closed.Load() {
+	word, seq, ok := t.Arm()
+	if ok {
 		ts := unix.NsecToTimespec(int64(max))
-		// Safety: &h.seq is a 4-byte aligned word of the mapping, which
+		// Safety: word is a 4-byte aligned word of the mapping, which
 		// stays mapped (Close replaces it with private pages, never
 		// unmaps it); ts lives on this stack for the call.
-		_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&h.seq)), futexWait, uintptr(seq),
+		_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWait, uintptr(seq),
 			uintptr(unsafe.Pointer(&ts)), 0, 0)
 	}
-	h.waiters.Add(^uint32(0))
+	t.Disarm()
 }
+
+// Arm is the first half of Sleep, for a sleeper that waits on more than
+// this transport (rdma.Alarm; a fiber worker also waits on its own futex
+// word, with futex_waitv): it reads the futex word, then announces a
+// sleeper, then looks at the rings, and returns the word (in shared
+// memory: wait on it without FUTEX_PRIVATE_FLAG), the value to wait while
+// it holds, and ok false if a record is there already or the transport is
+// closed. Call Disarm after the wait, whatever ok is. Neither blocks.
+func (t *Transport) Arm() (word *atomic.Uint32, val uint32, ok bool) {
+	h := t.self.hdr
+	val = h.seq.Load()
+	h.waiters.Add(1)
+	return &h.seq, val, !t.closed.Load() && !t.pending()
+}
+
+// Disarm withdraws the sleeper Arm announced.
+func (t *Transport) Disarm() { t.self.hdr.waiters.Add(^uint32(0)) }
+
+// Alarm returns t (rdma.AlarmSource).
+func (t *Transport) Alarm() rdma.Alarm { return t }
 
 // pending reports whether this process may have something to do: a
 // record in a ring or a queue, or a copied Get to answer.

@@ -80,6 +80,7 @@ type Transport struct {
 var (
 	_ rdma.Transport = (*Transport)(nil)
 	_ rdma.Sleeper   = (*Transport)(nil)
+	_ rdma.Alarm     = (*Transport)(nil)
 )
 
 // exchangeKey is the key of this transport's record in the Exchange.
