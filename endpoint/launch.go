@@ -72,8 +72,14 @@ func (p *Process) connect() (rdma.Transport, error) {
 		// hosts are the same list everywhere), since tcp.New is
 		// collective.
 		oneNode := true
-		for _, h := range hosts {
+		for q, h := range hosts {
 			oneNode = oneNode && h == hosts[0]
+			if h == hosts[p.rank] {
+				if q < p.rank {
+					p.nodeRank++
+				}
+				p.nodeProcs++
+			}
 		}
 		var same, viaTCP []int
 		for q, h := range hosts {

@@ -227,6 +227,9 @@ type Process struct {
 	rank, procs int
 	boot        Bootstrap
 	layout      *rdma.Layout
+	// nodeRank is this process's index among the nodeProcs processes of
+	// its node (known with real processes only; 0 and 0 otherwise).
+	nodeRank, nodeProcs int
 
 	mu      sync.Mutex
 	cores   []*core // this process's endpoints, in creation order
@@ -336,6 +339,7 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 		// before its next poll (PollInterval): spin longer first.
 		fcfg.SleepAfter = ProcessSleepAfter
 	}
+	p.bind(&fcfg)
 	if fcfg.Alarm == nil && alarm != nil {
 		// Arrivals from other processes wake a sleeping worker at once.
 		fcfg.Alarm = alarm
