@@ -88,13 +88,14 @@ func (m ProgressMode) String() string {
 // Defaults of Options.
 const (
 	// ProcessSleepAfter is how long an idle fiber worker spins (then
-	// backs off) before it sleeps, in a job of several processes whose
-	// transport cannot wake it (no rdma.Alarm: TCP, or a progress mode
-	// other than ProgressIdle), unless Options.Fiber.SleepAfter says
-	// otherwise: such a sleeping worker polls the transport only every
-	// Fiber.PollInterval, so a short spin would put that delay into every
-	// pause of a message stream. Over shared memory an arrival wakes a
-	// sleeping worker (fiber.Config.Alarm), and the fiber default holds.
+	// backs off) before it sleeps, in a job of several processes, unless
+	// Options.Fiber.SleepAfter says otherwise. Over shared memory an
+	// arrival wakes a sleeping worker (fiber.Config.Alarm), but the wake-up
+	// costs the sender a system call and the receiver tens of
+	// microseconds; where nothing can wake it (TCP, progress modes other
+	// than ProgressIdle) a sleeping worker polls the transport only every
+	// Fiber.PollInterval. A short spin would put either delay into every
+	// pause of a message stream on a loaded machine.
 	ProcessSleepAfter   = 20 * time.Millisecond
 	DefaultEagerLimit   = packet.DefaultPayloadSize
 	DefaultMaxEndpoints = 1 << 20
@@ -334,9 +335,10 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 	if opts.Progress == ProgressIdle {
 		alarm = alarmOf(p.tr)
 	}
-	if p.procs > 1 && fcfg.SleepAfter == 0 && alarm == nil && fcfg.Alarm == nil {
-		// Arrivals from other processes do not wake a sleeping worker
-		// before its next poll (PollInterval): spin longer first.
+	if p.procs > 1 && fcfg.SleepAfter == 0 {
+		// Waking a sleeping worker costs the sender a system call and the
+		// receiver tens of microseconds, and without an alarm it waits for
+		// the next poll (PollInterval): spin longer first.
 		fcfg.SleepAfter = ProcessSleepAfter
 	}
 	p.bind(&fcfg)
