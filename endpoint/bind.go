@@ -19,7 +19,8 @@ const EnvBind = "FIBERMPI_BIND"
 // in a job of several processes on this node, by setting cfg's Pin and
 // CPUs and the affinity of the process's threads. It does nothing when
 // the caller placed the workers, when binding is off, when this process is
-// alone on its node, when the workers of the node's processes would share
+// alone on its node or shares its OS process with others of the job
+// (processes simulated in tests), when the workers of the node's processes would share
 // CPUs (oversubscribed: the kernel balances better then), and where
 // threads cannot be bound.
 //
@@ -29,7 +30,7 @@ const EnvBind = "FIBERMPI_BIND"
 // its worker, and a worker may be moved away from its caches. Bound, each
 // process's helper threads share its own CPUs.
 func (p *Process) bind(cfg *fiber.Config) {
-	if cfg.Pin || p.nodeProcs < 2 || os.Getenv(EnvBind) == "none" {
+	if cfg.Pin || p.nodeProcs < 2 || p.sharedOS || os.Getenv(EnvBind) == "none" {
 		return
 	}
 	workers := cfg.Workers

@@ -63,7 +63,7 @@ func (p *Process) connect() (rdma.Transport, error) {
 			}
 		}
 	} else {
-		hosts, err := p.hosts()
+		hosts, pids, err := p.hosts()
 		if err != nil {
 			return nil, err
 		}
@@ -79,6 +79,9 @@ func (p *Process) connect() (rdma.Transport, error) {
 					p.nodeRank++
 				}
 				p.nodeProcs++
+				// Processes simulated in one OS process (tests) share
+				// its threads: binding one would bind them all.
+				p.sharedOS = p.sharedOS || (q != p.rank && pids[q] == pids[p.rank])
 			}
 		}
 		var same, viaTCP []int
@@ -128,24 +131,33 @@ func (p *Process) connect() (rdma.Transport, error) {
 	return r, nil
 }
 
-// hosts exchanges the processes' host identities through the bootstrap.
-func (p *Process) hosts() ([]string, error) {
-	const key = "fibermpi/host"
+// hosts exchanges the processes' host identities and OS process ids
+// through the bootstrap.
+func (p *Process) hosts() (hosts, pids []string, err error) {
+	const key, pidKey = "fibermpi/host", "fibermpi/pid"
 	if err := p.boot.Put(key, []byte(p.boot.Host())); err != nil {
-		return nil, fmt.Errorf("%w: publishing the host: %w", ErrJob, err)
+		return nil, nil, fmt.Errorf("%w: publishing the host: %w", ErrJob, err)
+	}
+	if err := p.boot.Put(pidKey, []byte(strconv.Itoa(os.Getpid()))); err != nil {
+		return nil, nil, fmt.Errorf("%w: publishing the process id: %w", ErrJob, err)
 	}
 	if err := p.boot.Fence(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrJob, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrJob, err)
 	}
-	hosts := make([]string, p.procs)
+	hosts, pids = make([]string, p.procs), make([]string, p.procs)
 	for q := range hosts {
 		h, err := p.boot.Get(q, key)
 		if err != nil {
-			return nil, fmt.Errorf("%w: the host of process %d: %w", ErrJob, q, err)
+			return nil, nil, fmt.Errorf("%w: the host of process %d: %w", ErrJob, q, err)
 		}
 		hosts[q] = string(h)
+		id, err := p.boot.Get(q, pidKey)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: the process id of process %d: %w", ErrJob, q, err)
+		}
+		pids[q] = string(id)
 	}
-	return hosts, nil
+	return hosts, pids, nil
 }
 
 // agree exchanges, for a collective endpoint creation, how many endpoints
