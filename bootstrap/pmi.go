@@ -297,7 +297,11 @@ func (c *pmiClient) handshake(r *bufio.Reader, e pmiEnv) error {
 			kv = append(kv, "pmijobid", e.jobID)
 		}
 		if e.port != "" && e.rank < 0 {
-			kv = append(kv, "pmiid", e.id)
+			// PMI-2's fullinit names the process by pmirank; over
+			// PMI_PORT the launcher gives no PMI_RANK but PMI_ID,
+			// which is it (Hydra matches pmirank against the ranks it
+			// started and refuses a fullinit without one).
+			kv = append(kv, "pmirank", e.id)
 		} else {
 			kv = append(kv, "pmirank", strconv.Itoa(e.rank))
 		}

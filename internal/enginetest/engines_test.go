@@ -122,6 +122,7 @@ var launchers = []launcher{
 	{name: "pmi", kind: "hydra", ends: bothDeaths},
 	{name: "pmi2", kind: "hydra", env: []string{bootstrap.EnvBootstrap + "=pmi2"}, ends: bothDeaths},
 	{name: "pmi", kind: "hydra", flags: []string{"-pmi-port"}, ends: bothDeaths},
+	{name: "pmi2", kind: "hydra", flags: []string{"-pmi-port"}, env: []string{bootstrap.EnvBootstrap + "=pmi2"}, ends: bothDeaths},
 	{name: "torchrun"},
 	{name: "pmi2", kind: "slurm", flags: []string{"--kill-on-bad-exit=1", "--mpi=pmi2"}, ends: bothDeaths},
 	{name: "slurm", kind: "slurm", flags: []string{"--kill-on-bad-exit=1", "--mpi=none"}, ends: bothDeaths},
@@ -532,6 +533,44 @@ func TestAbort(t *testing.T) {
 			}
 			checkNoShmLeft(t, j)
 		})
+	}
+}
+
+// TestOpenMPIRefused: started by Open MPI's mpirun, which fibermpi cannot
+// join, every process fails at once with ErrEnvironment, naming the
+// launcher and its variables and saying what to do instead, rather than
+// run as N jobs of one process. (Open MPI is installed with MPICH by
+// make bench-mpi, not by test-launch: without it the test skips.)
+func TestOpenMPIRefused(t *testing.T) {
+	if m := have("mpirun.openmpi"); m != "" {
+		t.Skip(m)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), jobWait)
+	defer cancel()
+	c := exec.CommandContext(ctx, "mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-n", "2",
+		self, "-test.run=^TestChild$", "-test.v=false")
+	c.Env = append(os.Environ(), envChild+"=refused", envWant+"=none", envN+"=2", envDir+"="+t.TempDir(),
+		"OMPI_MCA_rmaps_base_oversubscribe=1", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	out, err := c.CombinedOutput()
+	if err == nil {
+		t.Fatalf("mpirun exited 0; output:\n%s", out)
+	}
+	want := []string{
+		"bad launch environment: started by Open MPI's mpirun",
+		`OMPI_COMM_WORLD_RANK="0"`, `OMPI_COMM_WORLD_RANK="1"`, `OMPI_COMM_WORLD_SIZE="2"`,
+		"launch with fmpirun", "FIBERMPI_BOOTSTRAP=single",
+	}
+	for _, w := range want {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("the output does not say %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(string(out), "RESULT job id=") {
+		t.Errorf("a process joined a job:\n%s", out)
 	}
 }
 
