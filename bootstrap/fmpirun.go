@@ -17,7 +17,7 @@ import (
 
 // The environment fmpirun gives each process (see the package doc).
 const (
-	EnvBoot  = bootwire.EnvBoot  // path of fmpirun's unix socket
+	EnvBoot  = bootwire.EnvBoot  // path of fmpirun's unix socket, or "tcp:host:port" on another host
 	EnvRank  = bootwire.EnvRank  // this process's rank
 	EnvSize  = bootwire.EnvSize  // the number of processes
 	EnvJobID = bootwire.EnvJobID // the job id
@@ -103,12 +103,19 @@ func openFmpirun(env lookupFunc) (Bootstrap, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := net.DialTimeout("unix", sock, dialTimeout)
+	network, addr, endAfter := "unix", sock, time.Duration(0)
+	if a, ok := strings.CutPrefix(sock, bootwire.TCPPrefix); ok {
+		// A process fmpirun started on another host, through ssh: killing
+		// ssh does not reach it, so it ends itself once the job failed or
+		// fmpirun is gone, as a store job's processes do.
+		network, addr, endAfter = "tcp", a, storeEndGrace
+	}
+	conn, err := net.DialTimeout(network, addr, dialTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot reach fmpirun at %s=%s: %v (has the job ended, or is this environment left over from another one?)",
 			ErrEnvironment, EnvBoot, sock, err)
 	}
-	return join(conn, "fmpirun", fmpirunServer, rank, size, jobID, 0)
+	return join(conn, "fmpirun", fmpirunServer, rank, size, jobID, endAfter)
 }
 
 // fmpirunServer names fmpirun in the errors of a lost connection.
