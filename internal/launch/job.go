@@ -73,9 +73,9 @@ type proc struct {
 type peer struct {
 	conn   net.Conn
 	remote bool // over TCP, from another host: its pid means nothing here
-	out  chan []byte
-	proc *proc // nil until its Hello is accepted
-	gone bool  // out is closed
+	out    chan []byte
+	proc   *proc // nil until its Hello is accepted
+	gone   bool  // out is closed
 }
 
 // Events the goroutines send to the loop.
