@@ -22,6 +22,7 @@ import (
 	"github.com/fibermpi/fibermpi/comm"
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/internal/testenv"
 )
 
 // The environment of a child: its scenario, the backend it must find and
@@ -180,26 +181,9 @@ func result(format string, args ...any) {
 // job is one launched job: its combined output and its end.
 type job struct {
 	dir   string // the children's result files
-	out   lockedBuffer
+	out   testenv.Buffer
 	cmds  []*exec.Cmd
 	codes []int // exit codes, -signal for a signal
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // freePort returns a TCP port of loopback that was free a moment ago.
@@ -711,7 +695,9 @@ func childExchange(t *testing.T, b bootstrap.Bootstrap) {
 	result("exchange-ok rank=%d name=%s", me, b.Name())
 }
 
-func childSmoke(t *testing.T, b bootstrap.Bootstrap) {
+// world initializes fibermpi on b and returns the process, its world
+// endpoint registered by this goroutine, and the world communicator.
+func world(t *testing.T, b bootstrap.Bootstrap) (*endpoint.Process, *endpoint.Endpoint, *comm.Comm[int]) {
 	p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{Bootstrap: b})
 	if err != nil {
 		t.Fatalf("Init: %v", err)
@@ -724,6 +710,11 @@ func childSmoke(t *testing.T, b bootstrap.Bootstrap) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, ep, c
+}
+
+func childSmoke(t *testing.T, b bootstrap.Bootstrap) {
+	p, ep, c := world(t, b)
 	me, n := c.Rank(), c.Size()
 	// A ring both ways at once, with Isend, then collectives.
 	token := []int{me}
@@ -827,18 +818,7 @@ func reports(prefix string) int {
 // returns. program "handle": they report the error and exit 3; "ignore":
 // they linger, and fibermpi must end them.
 func childLoss(t *testing.T, b bootstrap.Bootstrap, how, program string) {
-	p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{Bootstrap: b})
-	if err != nil {
-		t.Fatalf("Init: %v", err)
-	}
-	ep, err := p.World().Register(fiber.NewGoroutineWaiter())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := comm.World[int](ep)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, c := world(t, b)
 	if err := c.Barrier(); err != nil {
 		t.Fatal(err)
 	}
@@ -857,7 +837,7 @@ func childLoss(t *testing.T, b bootstrap.Bootstrap, how, program string) {
 	}
 	other := 2 - c.Rank() // 0 and 2 wait for each other
 	result("receiving rank=%d", c.Rank())
-	_, err = c.Recv([]int{0}, other, 9)
+	_, err := c.Recv([]int{0}, other, 9)
 	at := time.Now().UnixNano()
 	result("recv returned rank=%d err=%v", c.Rank(), err)
 	if program == "handle" {

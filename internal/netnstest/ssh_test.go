@@ -10,12 +10,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fibermpi/fibermpi/internal/fmpitest"
+	"github.com/fibermpi/fibermpi/internal/testenv"
 )
 
 // sshPort is where each node's sshd listens, on the node's address only.
@@ -42,24 +42,6 @@ func skipOrFail(t *testing.T, launcher, why string) {
 // for the run.
 type sshNodes struct {
 	ssh []string // the client command, before the host
-}
-
-// syncBuffer collects an sshd's log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // startSSHD generates host and client keys in a temporary directory and
@@ -118,7 +100,7 @@ func startSSHD(t *testing.T, n *netns) (*sshNodes, error) {
 		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 			return nil, err
 		}
-		log := &syncBuffer{}
+		log := &testenv.Buffer{}
 		cmd := exec.Command("ip", "netns", "exec", ns, "unshare", "--uts", "sh", "-c",
 			`hostname "fmpi-node$0" && exec "$@"`, strconv.Itoa(i), sshd, "-D", "-e", "-f", conf)
 		cmd.Stdout, cmd.Stderr = log, log
@@ -145,7 +127,7 @@ func startSSHD(t *testing.T, n *netns) (*sshNodes, error) {
 }
 
 // stopSSHD ends one sshd (SIGTERM, then SIGKILL after 5 s) and waits for it.
-func stopSSHD(t *testing.T, cmd *exec.Cmd, log *syncBuffer) {
+func stopSSHD(t *testing.T, cmd *exec.Cmd, log *testenv.Buffer) {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -248,7 +230,7 @@ func TestHydraHosts(t *testing.T) {
 		self, "-test.run=^TestHydraHosts$", "-test.timeout=2m")
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out syncBuffer
+	var out testenv.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
