@@ -79,7 +79,7 @@ func (c *Comm[T]) launch(nb bool, check func() error, build func(s *sched)) (*Co
 	if !nb {
 		return nil, s.run()
 	}
-	q := &CollRequest{s: s}
+	q := &CollRequest{op: s, eng: st.coll.eng, w: c.ep.Waiter()}
 	if st.owned {
 		st.refs.Add(1)
 		q.st = st
@@ -90,16 +90,21 @@ func (c *Comm[T]) launch(nb bool, check func() error, build func(s *sched)) (*Co
 
 func noCheck() error { return nil }
 
-// Barrier returns once every rank has called it (dissemination algorithm,
-// ⌈log2 p⌉ rounds).
+// Barrier returns once every rank has called it (through memory: a
+// counter; by messages: dissemination, ⌈log2 p⌉ rounds).
 func (c *Comm[T]) Barrier() error {
-	_, err := c.launch(false, noCheck, buildBarrier)
+	_, err := c.barrier(false)
 	return err
 }
 
 // Ibarrier starts a barrier.
-func (c *Comm[T]) Ibarrier() (*CollRequest, error) {
-	return c.launch(true, noCheck, buildBarrier)
+func (c *Comm[T]) Ibarrier() (*CollRequest, error) { return c.barrier(true) }
+
+func (c *Comm[T]) barrier(nb bool) (*CollRequest, error) {
+	if q, ok, err := c.viaShm(nb, noCheck, &shmColl[T]{kind: kBarrier}); ok {
+		return q, err
+	}
+	return c.launch(nb, noCheck, buildBarrier)
 }
 
 // Bcast copies root's buf into every rank's buf (binomial tree). Every
@@ -113,8 +118,11 @@ func (c *Comm[T]) Bcast(buf []T, root int) error {
 func (c *Comm[T]) Ibcast(buf []T, root int) (*CollRequest, error) { return c.bcast(true, buf, root) }
 
 func (c *Comm[T]) bcast(nb bool, buf []T, root int) (*CollRequest, error) {
-	return c.launch(nb, func() error { return checkRoot(root, c.Size()) },
-		func(s *sched) { buildBcast(s, buf, root) })
+	check := func() error { return checkRoot(root, c.Size()) }
+	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kBcast, send: buf, recv: buf, root: root}); ok {
+		return q, err
+	}
+	return c.launch(nb, check, func(s *sched) { buildBcast(s, buf, root) })
 }
 
 // Reduce combines every rank's send with op into root's recv (binomial
@@ -131,7 +139,7 @@ func (c *Comm[T]) Ireduce(send, recv []T, op Op[T], root int) (*CollRequest, err
 }
 
 func (c *Comm[T]) reduce(nb bool, send, recv []T, op Op[T], root int) (*CollRequest, error) {
-	return c.launch(nb, func() error {
+	check := func() error {
 		if err := checkRoot(root, c.Size()); err != nil {
 			return err
 		}
@@ -145,7 +153,11 @@ func (c *Comm[T]) reduce(nb bool, send, recv []T, op Op[T], root int) (*CollRequ
 			return checkDisjoint(send, recv)
 		}
 		return nil
-	}, func(s *sched) { buildReduce(s, send, recv, op, root) })
+	}
+	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kReduce, send: send, recv: recv, op: op, root: root}); ok {
+		return q, err
+	}
+	return c.launch(nb, check, func(s *sched) { buildReduce(s, send, recv, op, root) })
 }
 
 // Allreduce combines every rank's send with op into every rank's recv
@@ -163,16 +175,19 @@ func (c *Comm[T]) Iallreduce(send, recv []T, op Op[T]) (*CollRequest, error) {
 }
 
 func (c *Comm[T]) allreduce(nb bool, send, recv []T, op Op[T]) (*CollRequest, error) {
-	return c.launch(nb, func() error { return checkReduceArgs(send, recv, op, "Allreduce") },
-		func(s *sched) { buildAllreduce(s, send, recv, op) })
+	check := func() error { return checkReduceArgs(send, recv, op, "Allreduce") }
+	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kAllreduce, send: send, recv: recv, op: op}); ok {
+		return q, err
+	}
+	return c.launch(nb, check, func(s *sched) { buildAllreduce(s, send, recv, op) })
 }
 
 func checkReduceArgs[T any](send, recv []T, op Op[T], name string) error {
 	if err := checkOp(op); err != nil {
 		return err
 	}
-	if err := checkLen(name+" recv", len(recv), len(send)); err != nil {
-		return err
+	if len(recv) != len(send) {
+		return &CountError{Arg: name + " recv", Have: len(recv), Want: len(send)}
 	}
 	return checkDisjoint(send, recv)
 }
@@ -202,8 +217,11 @@ func (c *Comm[T]) Iexscan(send, recv []T, op Op[T]) (*CollRequest, error) {
 }
 
 func (c *Comm[T]) scan(nb bool, send, recv []T, op Op[T], ex bool) (*CollRequest, error) {
-	return c.launch(nb, func() error { return checkReduceArgs(send, recv, op, "Scan") },
-		func(s *sched) { buildScan(s, send, recv, op, ex) })
+	check := func() error { return checkReduceArgs(send, recv, op, "Scan") }
+	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kScan, send: send, recv: recv, op: op, ex: ex}); ok {
+		return q, err
+	}
+	return c.launch(nb, check, func(s *sched) { buildScan(s, send, recv, op, ex) })
 }
 
 // ReduceScatterBlock combines every rank's send (Size()·n elements) with op
@@ -222,7 +240,7 @@ func (c *Comm[T]) IreduceScatterBlock(send, recv []T, op Op[T]) (*CollRequest, e
 
 func (c *Comm[T]) reduceScatterBlock(nb bool, send, recv []T, op Op[T]) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch(nb, func() error {
+	check := func() error {
 		if err := checkOp(op); err != nil {
 			return err
 		}
@@ -230,7 +248,11 @@ func (c *Comm[T]) reduceScatterBlock(nb bool, send, recv []T, op Op[T]) (*CollRe
 			return err
 		}
 		return checkDisjoint(send, recv)
-	}, func(s *sched) {
+	}
+	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kReduceScatter, send: send, recv: recv, op: op}); ok {
+		return q, err
+	}
+	return c.launch(nb, check, func(s *sched) {
 		if op.commutative {
 			buildRingReduceScatter(s, send, recv, op)
 			return
@@ -265,7 +287,7 @@ func (c *Comm[T]) reduceScatter(nb bool, send, recv []T, counts []int, op Op[T])
 		displs[i] = total
 		total += n
 	}
-	return c.launch(nb, func() error {
+	check := func() error {
 		if err := checkOp(op); err != nil {
 			return err
 		}
@@ -279,7 +301,11 @@ func (c *Comm[T]) reduceScatter(nb bool, send, recv []T, counts []int, op Op[T])
 			return err
 		}
 		return checkDisjoint(send, recv)
-	}, func(s *sched) { buildReduceScatterV(s, send, recv, counts, displs, op) })
+	}
+	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kReduceScatter, send: send, recv: recv, op: op, counts: counts, displs: displs}); ok {
+		return q, err
+	}
+	return c.launch(nb, check, func(s *sched) { buildReduceScatterV(s, send, recv, counts, displs, op) })
 }
 
 func buildReduceScatterV[T any](s *sched, send, recv []T, counts, displs []int, op Op[T]) {

@@ -449,8 +449,10 @@ func TestCollectiveBadInput(t *testing.T) {
 		err = c.Bcast(make([]int, n), 0)
 		switch r {
 		case 1:
-			if !errors.Is(err, endpoint.ErrTruncate) {
-				return fmt.Errorf("rank 1 Bcast: %v, want a truncation", err)
+			// By messages a truncation; through memory the receiver sees
+			// the sizes and says so.
+			if !errors.Is(err, endpoint.ErrTruncate) && !errors.Is(err, ErrMismatch) {
+				return fmt.Errorf("rank 1 Bcast: %v, want a truncation or a mismatch", err)
 			}
 		case 2:
 			var me *MismatchError

@@ -3,6 +3,7 @@ package comm
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/fibermpi/fibermpi/endpoint"
@@ -243,18 +244,40 @@ func (s *sched) finishAll() error {
 	return s.err
 }
 
-// test advances every pending schedule as far as it can without blocking
-// and reports whether s is done.
-func (s *sched) test() bool {
-	s.x.eng.poll()
-	return s.done
-}
-
 // advance completes s's rounds while they are complete.
 func (s *sched) advance() {
 	for !s.done && endpoint.TestAll(s.reqs...) {
 		s.complete()
 	}
+}
+
+func (s *sched) finished() bool { return s.done }
+
+func (s *sched) failure() error { return s.err }
+
+// block waits for the current round and completes it.
+func (s *sched) block() {
+	endpoint.WaitAll(s.x.ep.Waiter(), s.reqs...)
+	s.complete()
+}
+
+// collOp is a pending collective of one caller: a message schedule
+// (*sched) or a collective through memory (*shmColl).
+type collOp interface {
+	// advance progresses the collective as far as it can without blocking.
+	advance()
+	finished() bool
+	failure() error
+	// block waits until the collective can progress, and progresses it.
+	block()
+}
+
+// shmOp is a collective through memory, as the engine waits for it.
+type shmOp interface {
+	collOp
+	// armed registers the caller to be woken when the collective may
+	// progress, and reports whether it may already.
+	armed() bool
 }
 
 // engine progresses the pending collectives of one caller's communicators
@@ -265,18 +288,18 @@ func (s *sched) advance() {
 // another's current wait needs. It belongs to the caller, like the
 // communicator.
 type engine struct {
-	active []*sched
+	active []collOp
 	reqs   []*endpoint.Request // scratch of wait
 }
 
-func (e *engine) add(s *sched) { e.active = append(e.active, s) }
+func (e *engine) add(s collOp) { e.active = append(e.active, s) }
 
-// prune drops finished schedules.
+// prune drops finished collectives.
 func (e *engine) prune() {
-	e.active = slices.DeleteFunc(e.active, func(s *sched) bool { return s.done })
+	e.active = slices.DeleteFunc(e.active, func(s collOp) bool { return s.finished() })
 }
 
-// poll advances every pending schedule without blocking.
+// poll advances every pending collective without blocking.
 func (e *engine) poll() {
 	for i := 0; i < len(e.active); i++ {
 		e.active[i].advance()
@@ -284,28 +307,49 @@ func (e *engine) poll() {
 	e.prune()
 }
 
-// wait blocks w until s is done, advancing every pending schedule.
-func (e *engine) wait(w *fiber.Waiter, s *sched) {
+// wait blocks w until s is done, advancing every pending collective. With
+// only message schedules pending it waits for any of their requests; with
+// only collectives through memory, until one of their areas wakes it; with
+// both (rare: nonblocking collectives over communicators of both kinds at
+// once) it polls, yielding the fiber (or letting other goroutines run)
+// between looks.
+func (e *engine) wait(w *fiber.Waiter, s collOp) {
 	e.poll()
-	for !s.done {
+	for !s.finished() {
 		if len(e.active) == 1 {
-			endpoint.WaitAll(w, s.reqs...)
-			s.complete()
+			s.block()
 			continue
 		}
 		// Only requests still pending: poll has advanced every round whose
 		// requests are all complete, and a complete one would make WaitAny
 		// return at once, spinning a fiber that never yields.
 		e.reqs = e.reqs[:0]
+		shm, ready := false, false
 		for _, a := range e.active {
-			for _, r := range a.reqs {
-				if !r.Test() {
-					e.reqs = append(e.reqs, r)
+			switch a := a.(type) {
+			case *sched:
+				for _, r := range a.reqs {
+					if !r.Test() {
+						e.reqs = append(e.reqs, r)
+					}
+				}
+			case shmOp:
+				shm = true
+				if a.armed() {
+					ready = true
 				}
 			}
 		}
-		if len(e.reqs) > 0 {
-			endpoint.WaitAny(w, e.reqs...)
+		switch {
+		case ready:
+		case !shm:
+			if len(e.reqs) > 0 {
+				endpoint.WaitAny(w, e.reqs...)
+			}
+		case len(e.reqs) == 0:
+			w.Block()
+		default:
+			pause(w)
 		}
 		clear(e.reqs)
 		e.poll()
@@ -313,14 +357,26 @@ func (e *engine) wait(w *fiber.Waiter, s *sched) {
 	e.prune()
 }
 
+// pause lets others run: a fiber yields, a goroutine lets other goroutines
+// run.
+func pause(w *fiber.Waiter) {
+	if f := w.Fiber(); f != nil {
+		f.Yield()
+		return
+	}
+	runtime.Gosched()
+}
+
 // CollRequest is a pending nonblocking collective. Like Request it belongs
-// to the caller that started it. A collective progresses in rounds; each
-// round's messages move on their own, and the next round starts when Test
-// or Wait finds the current one complete: call Test now and then (or Wait)
-// to make progress.
+// to the caller that started it. A collective progresses in steps (the
+// rounds of its messages, or the phases of its work through memory); the
+// next step starts when Test or Wait finds the current one complete: call
+// Test now and then (or Wait) to make progress.
 type CollRequest struct {
-	s  *sched
-	st *state // held until the collective completes
+	op  collOp
+	eng *engine
+	w   *fiber.Waiter
+	st  *state // held until the collective completes
 }
 
 // Wait waits until the collective completes and returns its error. A
@@ -329,9 +385,9 @@ func (q *CollRequest) Wait() error {
 	if q == nil {
 		return endpoint.ErrNilRequest
 	}
-	err := q.s.finishAll()
+	q.eng.wait(q.w, q.op)
 	q.finish()
-	return err
+	return q.op.failure()
 }
 
 // Test advances the collective without blocking and reports whether it has
@@ -340,11 +396,12 @@ func (q *CollRequest) Test() (bool, error) {
 	if q == nil {
 		return false, endpoint.ErrNilRequest
 	}
-	if !q.s.test() {
+	q.eng.poll()
+	if !q.op.finished() {
 		return false, nil
 	}
 	q.finish()
-	return true, q.s.err
+	return true, q.op.failure()
 }
 
 func (q *CollRequest) finish() {
