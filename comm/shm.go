@@ -139,8 +139,9 @@ type shmCell struct {
 // shmSlot is one rank's own state in an area, kept across its views of the
 // communicator. Only the rank's caller touches it, except w.
 type shmSlot struct {
-	// w is the rank's waiter while it may sleep: Store by the rank before
-	// it sets a sleep bit, Load by the waker that took the bit.
+	// w is the waiter of the rank's caller: Store by the rank (when it
+	// changes) before it sets a sleep bit, Load by the waker that took the
+	// bit.
 	w       atomic.Pointer[fiber.Waiter]
 	seq     uint64   // collectives this rank started on the area
 	scratch []uint64 // reduction scratch
@@ -183,18 +184,27 @@ func (a *shmArea) wake(cl *shmCell) {
 // The registry: areas by process, collective context id and ranks. A
 // context id names one communicator at an endpoint, but communicators with
 // disjoint ranks (Split's) share one, and an id is reused once freed, so
-// the ranks are part of the key. The process is held weakly: the areas of
-// a process go when it does.
+// the ranks are part of the key. The registry holds the areas weakly: the
+// ranks' communicator views (and their pending collectives) keep an area
+// alive, and once none is left it goes, with its entry. (Were every rank's
+// view dropped and a new one made, the ranks would all start afresh on a
+// new area, as they all restart their collective count.) The process is
+// in the key weakly too: it is only an identity.
 type areaKey struct {
 	proc  weak.Pointer[endpoint.Process]
 	ctx   uint32
 	addrs string // the ranks' addresses, 4 bytes each
 }
 
-var (
-	shmAreas sync.Map // areaKey → *shmArea
-	shmProcs sync.Map // weak.Pointer[endpoint.Process] → struct{}: a cleanup is registered
-)
+var shmAreas sync.Map // areaKey → weak.Pointer[shmArea]
+
+// areaRef is what an area's cleanup gets: its entry, held weakly.
+type areaRef struct {
+	key areaKey
+	wa  weak.Pointer[shmArea]
+}
+
+func dropArea(r areaRef) { shmAreas.CompareAndDelete(r.key, r.wa) }
 
 // lookupArea returns the area of communicator c at process p, making it on
 // first use.
@@ -203,29 +213,27 @@ func lookupArea(p *endpoint.Process, c endpoint.Comm) *shmArea {
 	for i, a := range c.Addrs {
 		binary.LittleEndian.PutUint32(addrs[4*i:], uint32(a))
 	}
-	wp := weak.Make(p)
-	key := areaKey{proc: wp, ctx: c.Context, addrs: string(addrs)}
-	if a, ok := shmAreas.Load(key); ok {
-		return a.(*shmArea)
-	}
-	a, loaded := shmAreas.LoadOrStore(key, newArea(len(c.Addrs), key))
-	if !loaded {
-		if _, seen := shmProcs.LoadOrStore(wp, struct{}{}); !seen {
-			runtime.AddCleanup(p, forgetProc, wp)
+	key := areaKey{proc: weak.Make(p), ctx: c.Context, addrs: string(addrs)}
+	for {
+		old, ok := shmAreas.Load(key)
+		if ok {
+			if a := old.(weak.Pointer[shmArea]).Value(); a != nil {
+				return a
+			}
 		}
-	}
-	return a.(*shmArea)
-}
-
-// forgetProc drops the areas of a process that is gone.
-func forgetProc(wp weak.Pointer[endpoint.Process]) {
-	shmAreas.Range(func(k, _ any) bool {
-		if k.(areaKey).proc == wp {
-			shmAreas.Delete(k)
+		a := newArea(len(c.Addrs), key)
+		wa := weak.Make(a)
+		if ok && !shmAreas.CompareAndSwap(key, old, wa) {
+			continue
 		}
-		return true
-	})
-	shmProcs.Delete(wp)
+		if !ok {
+			if _, loaded := shmAreas.LoadOrStore(key, wa); loaded {
+				continue
+			}
+		}
+		runtime.AddCleanup(a, dropArea, areaRef{key: key, wa: wa})
+		return a
+	}
 }
 
 // release records that one rank freed the communicator; the last drops the
@@ -233,7 +241,7 @@ func forgetProc(wp weak.Pointer[endpoint.Process]) {
 // and ranks gets a new one.
 func (a *shmArea) release() {
 	if int(a.frees.Add(1)) == a.n {
-		shmAreas.CompareAndDelete(a.key, a)
+		shmAreas.CompareAndDelete(a.key, weak.Make(a))
 	}
 }
 
@@ -282,9 +290,7 @@ type shmBase struct {
 	use  uint64 // its use of the cell: seq / shmCells
 	pc   uint8  // protocol step
 	done bool
-	// slept: the rank set its waiter in its slot (cleared at the end).
-	slept bool
-	err   error
+	err  error
 	// wc ≥ wt is what the rank waits for when step returns false.
 	wc *atomic.Uint64
 	wt uint64
@@ -374,10 +380,6 @@ func (x *shmBase) over() bool { return x.await(&x.cl.gen.v, x.use+1) }
 // end marks the collective done.
 func (x *shmBase) end() bool {
 	x.done = true
-	if x.slept {
-		x.slept = false
-		x.slot.w.Store(nil)
-	}
 	return true
 }
 
@@ -404,10 +406,7 @@ func (x *shmBase) arm() bool {
 	if x.wc.Load() >= x.wt {
 		return true
 	}
-	if !x.slept {
-		x.slept = true
-		x.slot.w.Store(x.w)
-	} else if x.slot.w.Load() != x.w {
+	if x.slot.w.Load() != x.w {
 		x.slot.w.Store(x.w)
 	}
 	x.cl.sleep[x.me>>6].v.Or(1 << (x.me & 63))

@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"unsafe"
+	"weak"
 
 	"github.com/fibermpi/fibermpi/endpoint"
+	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/internal/testenv"
 )
 
@@ -766,7 +769,7 @@ func TestShmFreeReleasesArea(t *testing.T) {
 			if err := w.Barrier(); err != nil {
 				return err
 			}
-			if _, ok := shmAreas.Load(a.key); ok {
+			if v, ok := shmAreas.Load(a.key); ok && v.(weak.Pointer[shmArea]).Value() == a {
 				return errors.New("the area of a freed communicator is still registered")
 			}
 		}
@@ -800,5 +803,61 @@ func TestShmPadding(t *testing.T) {
 	}
 	if s := unsafe.Sizeof(shmSlot{}); s < line+8 {
 		t.Errorf("shmSlot is %d bytes: neighbours may share a line", s)
+	}
+}
+
+// TestShmAreaCollected: an area lives while some rank's view of its
+// communicator does, and its registry entry goes with it.
+func TestShmAreaCollected(t *testing.T) {
+	p, err := endpoint.Init(endpoint.ThreadMultiple, endpoint.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Finalize()
+	eps, err := p.CreateEndpoints(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wp := weak.Make(p)
+	entries := func() int {
+		n := 0
+		shmAreas.Range(func(k, _ any) bool {
+			if k.(areaKey).proc == wp {
+				n++
+			}
+			return true
+		})
+		return n
+	}
+	errs := make(chan error, len(eps))
+	for _, ep := range eps {
+		go func() {
+			h, err := ep.Register(fiber.NewGoroutineWaiter())
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer h.Unregister()
+			c, err := World[int64](h)
+			if err == nil {
+				err = c.Barrier()
+			}
+			errs <- err
+		}()
+	}
+	for range eps {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := entries(); n != 1 {
+		t.Fatalf("%d registry entries for the job, want 1", n)
+	}
+	for i := 0; entries() != 0; i++ {
+		if i == 1000 {
+			t.Fatal("the area outlived every view of its communicator")
+		}
+		runtime.GC()
+		runtime.Gosched()
 	}
 }
