@@ -9,6 +9,9 @@
 #   make bench-mpi   OSU-method benchmarks: fibermpi vs MPICH vs Open MPI, ROUNDS
 #                    (6) interleaved rounds, summary in bench-mpi.txt
 #   make bench-mpi-quick  the same at 8 B and 1 MiB only, in bench-mpi-quick.txt
+#   make test-launch the launcher tests under mpiexec.hydra, srun (a one-node
+#                    Slurm started for them) and torchrun's variables;
+#                    installs MPICH, Slurm and munge when missing (root)
 #
 # The tools are pinned by the tool lines of go.mod and run with go tool.
 
@@ -22,7 +25,7 @@ COUNT     ?= 6
 RACEFLAGS ?= -race
 
 .PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools modverify staticcheck vulncheck docs docs-check \
-	bench-mpi bench-mpi-quick
+	bench-mpi bench-mpi-quick test-launch
 
 all: test
 
@@ -86,3 +89,10 @@ bench-mpi:
 
 bench-mpi-quick:
 	GO=$(GO) ROUNDS=$(COUNT) ./scripts/bench-mpi.sh -quick
+
+# Installs MPICH, slurm-wlm and munge with apt-get if missing, starts a
+# one-node Slurm cluster, runs internal/enginetest and bootstrap with the
+# launchers required (Slurm's tests skip with the reason if its daemons
+# cannot start), stops the cluster. See scripts/engines.sh.
+test-launch:
+	GO=$(GO) ./scripts/engines.sh test

@@ -17,7 +17,8 @@ import (
 // goroutine; called from a fiber it blocks the fiber's whole worker, so call
 // them from plain goroutines (they belong to start-up and shut-down).
 type Bootstrap interface {
-	// Name is the backend: "fmpirun", or "single" for the embedded default.
+	// Name is the backend: "fmpirun", "pmi", "pmi2", "slurm", "torchrun",
+	// or "single" for the embedded default.
 	Name() string
 	// Rank is this process's rank, 0..Size()-1.
 	Rank() int
@@ -143,30 +144,32 @@ type backend struct {
 	open   func(lookupFunc) (Bootstrap, error)
 }
 
-// backends is the detection order. The launchers fibermpi cannot join yet
-// have guards that refuse to start, so that a program started N times by
-// mpiexec or srun fails with a clear error instead of running as N copies
-// of rank 0; a backend for one of them replaces its guard here.
+// backends is the detection order. A launcher fibermpi cannot join yet
+// (Open MPI's) has a guard that refuses to start, so that a program started
+// N times by it fails with a clear error instead of running as N copies of
+// rank 0; a backend for it replaces its guard here.
 var backends = []backend{
 	{name: "fmpirun", claims: fmpirunClaims, open: openFmpirun},
-	guard("pmi", "a PMI launcher (MPICH's mpiexec, or srun --mpi=pmi2)", "PMI_RANK", "PMI_SIZE"),
+	{name: "pmi2", claims: pmi2Claims, open: openPMI2},
+	{name: "pmi", claims: pmiClaims, open: openPMI1},
 	guard("pmix", "Open MPI's mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-	guard("slurm", "Slurm's srun", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS"),
-	guard("torchrun", "torchrun", "RANK", "WORLD_SIZE"),
+	{name: "slurm", claims: slurmClaims, open: openSlurm},
+	{name: "torchrun", claims: torchClaims, open: openTorchrun},
 	{name: "single", claims: func(lookupFunc) bool { return true }, open: func(lookupFunc) (Bootstrap, error) { return Single(), nil }},
 }
 
-// Detect joins the job this process was launched into. It tries, in order:
-// fmpirun's environment (any FIBERMPI_RANK, FIBERMPI_SIZE, FIBERMPI_JOBID or
-// FIBERMPI_BOOT set); then refuses launchers it cannot join yet (PMI_SIZE,
-// OMPI_COMM_WORLD_SIZE, SLURM_STEP_NUM_TASKS or WORLD_SIZE above 1); else
-// Single. FIBERMPI_BOOTSTRAP=fmpirun or single forces one. A partial or
-// contradictory environment gives ErrEnvironment, and processes that
-// disagree with their peers get ErrMismatch: Detect never falls back to
-// Single for a process that was launched as one of many.
+// Detect joins the job this process was launched into. It tries, in order
+// (see the package doc): fmpirun's environment; PMI-2 (srun --mpi=pmi2);
+// PMI-1 (MPICH's mpiexec); refuses Open MPI's mpirun, which it cannot join
+// yet; plain srun's SLURM_* variables; torchrun's RANK and WORLD_SIZE; else
+// Single. FIBERMPI_BOOTSTRAP=<name> forces one. A partial or contradictory
+// environment gives ErrEnvironment, and processes that disagree with their
+// peers get ErrMismatch: Detect never falls back to Single for a process
+// that was launched as one of many.
 //
-// Under fmpirun, Detect returns when every process of the job has joined
-// and they agree; it parks the calling goroutine until then.
+// Detect returns when every process of the job has joined (under PMI, when
+// this process has initialized PMI); it parks the calling goroutine until
+// then.
 func Detect() (Bootstrap, error) { return detect(os.LookupEnv) }
 
 func detect(env lookupFunc) (Bootstrap, error) {

@@ -9,17 +9,56 @@
 // environment is present:
 //
 //	fmpirun   FIBERMPI_RANK, FIBERMPI_SIZE, FIBERMPI_JOBID or FIBERMPI_BOOT set
-//	pmi       PMI_SIZE > 1          (mpiexec, srun --mpi=pmi2)  refused for now
-//	pmix      OMPI_COMM_WORLD_SIZE > 1 (Open MPI's mpirun)       refused for now
-//	slurm     SLURM_STEP_NUM_TASKS > 1 (srun)                    refused for now
-//	torchrun  WORLD_SIZE > 1                                     refused for now
+//	pmi2      PMI_JOBID and a PMI variable set     (srun --mpi=pmi2)
+//	pmi       PMI_FD, PMI_PORT, PMI_RANK or PMI_SIZE set (MPICH's mpiexec: Hydra)
+//	pmix      OMPI_COMM_WORLD_SIZE > 1 (Open MPI's mpirun)   refused for now
+//	slurm     SLURM_STEP_NUM_TASKS set             (plain srun)
+//	torchrun  RANK, WORLD_SIZE or LOCAL_RANK set   (torchrun, or set by hand)
 //	single    always: a job of one process (the embedded default)
 //
-// FIBERMPI_BOOTSTRAP=<name> forces a row. The refused rows are guards: a
-// program started N times by a launcher fibermpi cannot join yet fails with
-// ErrEnvironment instead of running as N copies of rank 0; setting
-// FIBERMPI_BOOTSTRAP=single runs each copy on its own on purpose. A PMI,
-// Slurm or torchrun backend replaces its guard in the table.
+// FIBERMPI_BOOTSTRAP=<name> forces a row: FIBERMPI_BOOTSTRAP=pmi2 makes a
+// process under Hydra speak PMI-2. The pmix row is a guard: a program
+// started N times by Open MPI's mpirun fails with ErrEnvironment instead of
+// running as N copies of rank 0; FIBERMPI_BOOTSTRAP=single runs each copy
+// on its own on purpose. A partial or contradictory environment (RANK
+// without WORLD_SIZE, PMI_RANK not below PMI_SIZE, a PMI_FD that is not an
+// open socket) is ErrEnvironment naming the variables, never a silent job
+// of one.
+//
+// # PMI (mpiexec, srun --mpi=pmi2)
+//
+// The pmi and pmi2 backends speak the PMI-1 and PMI-2 wire protocols (the
+// text protocols of MPICH's pmi-1.1 and PMI-2 documents) on the inherited
+// socket PMI_FD, or on a connection to PMI_PORT identified by PMI_ID.
+// Records go into the launcher's key-value space, hex-encoded and split
+// into chunks of its longest value, under keys "<rank>/<key>" (or a hash of
+// a key PMI cannot carry); Put buffers them and Fence sends them, then
+// waits in PMI's barrier. Get reads another process's record from the
+// launcher once per fence (a round trip to the PMI server on this node,
+// which parks the goroutine). The job id is the launcher's (kvsname or
+// PMI_JOBID, made safe in a file name). When the socket closes while the
+// job runs (the launcher died or is ending the job), Failed fires with a
+// *PeerError of rank -1, and a process that has neither exited nor closed
+// its bootstrap a second later ends itself (status 1), naming the cause,
+// rather than live on as an orphan. Abort prints the reason once, in the aborting
+// process, and sends PMI's abort: mpiexec kills the job and exits with the
+// code; srun ends the step (with --kill-on-bad-exit, or KillOnBadExit=1,
+// also when a task dies, which Slurm's default does not).
+//
+// # Store (torchrun's variables, plain srun)
+//
+// Without an exchange from the launcher, rank 0 serves one: a TCP store on
+// MASTER_ADDR at MASTER_PORT+1 under torchrun's variables (torch's own
+// TCPStore may hold MASTER_PORT), on the step's first node at a port
+// derived from SLURM_JOB_ID and SLURM_STEP_ID under plain srun, or at
+// FIBERMPI_STORE_PORT. Every process, rank 0 included, joins it as it
+// would fmpirun (the same frames, checks and Failed notices, see below):
+// a process whose connection ends without Close is reported to the others
+// as lost, by rank, within the time TCP takes to see the close. Rank 0's
+// Close waits until every other process has left the store. Nobody kills
+// what is left of such a job, so a process that has neither exited nor
+// closed its bootstrap one second after Failed fired ends itself, printing
+// the cause, with the abort's code or status 1.
 //
 // # fmpirun's environment
 //

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fibermpi/fibermpi/internal/bootwire"
@@ -71,6 +72,11 @@ func fmpirunEnv(env lookupFunc) (rank, size int, jobID, sock string, err error) 
 
 // client is a process's side of an fmpirun job.
 type client struct {
+	name       string
+	server     serverInfo
+	afterClose func()                     // rank 0 of a store job: waits for the others, stops the store
+	endAfter   time.Duration              // a store job: end the process this long after a failure
+	endTimer   atomic.Pointer[time.Timer] // armed by die when endAfter is set
 	rank, size int
 	jobID      string
 	conn       net.Conn
@@ -102,6 +108,26 @@ func openFmpirun(env lookupFunc) (Bootstrap, error) {
 		return nil, fmt.Errorf("%w: cannot reach fmpirun at %s=%s: %v (has the job ended, or is this environment left over from another one?)",
 			ErrEnvironment, EnvBoot, sock, err)
 	}
+	return join(conn, "fmpirun", fmpirunServer, rank, size, jobID, 0)
+}
+
+// fmpirunServer names fmpirun in the errors of a lost connection.
+var fmpirunServer = serverInfo{name: "fmpirun", death: "fmpirun died or was killed", rank: -1}
+
+// serverInfo names the other end of a client's connection in its errors.
+type serverInfo struct {
+	name  string // "fmpirun", "the store on rank 0"
+	death string // what a closed connection means
+	rank  int    // the rank the server runs in, or -1 for a launcher
+}
+
+// join sends the Hello of rank on conn, a connection to a server of the
+// bootwire protocol (fmpirun, or the store of the torchrun and slurm
+// backends), and returns the client once the server answered that every
+// process joined. It closes conn on failure.
+// A positive endAfter makes the process end itself that long after a
+// failure (see client.end).
+func join(conn net.Conn, name string, server serverInfo, rank, size int, jobID string, endAfter time.Duration) (Bootstrap, error) {
 	id, exe := exeIdentity()
 	hello := bootwire.Msg{Type: bootwire.Hello, Version: bootwire.Version, Rank: int32(rank), Size: int32(size),
 		PID: int32(os.Getpid()), JobID: jobID, Identity: id, Exe: exe, Host: hostIdentity()}
@@ -110,7 +136,7 @@ func openFmpirun(env lookupFunc) (Bootstrap, error) {
 		return nil, fmt.Errorf("%w: %v", ErrEnvironment, err)
 	}
 	r := bootwire.NewReader(conn)
-	m, err := joinReply(conn, r, &hello)
+	m, err := joinReply(conn, r, &hello, server)
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -120,7 +146,7 @@ func openFmpirun(env lookupFunc) (Bootstrap, error) {
 		return nil, replyError(m)
 	}
 	c := &client{
-		rank: rank, size: size, jobID: jobID, conn: conn,
+		name: name, server: server, endAfter: endAfter, rank: rank, size: size, jobID: hello.JobID, conn: conn,
 		replies: make(chan bootwire.Msg, 1),
 		dead:    make(chan struct{}),
 		failed:  make(chan error, 1),
@@ -135,28 +161,35 @@ func openFmpirun(env lookupFunc) (Bootstrap, error) {
 // joinReply sends hello and reads fmpirun's answer: OK, Error, or Failed if
 // the job ended before everyone joined. It waits as long as the slowest
 // process takes to start; fmpirun's -timeout bounds that.
-func joinReply(conn net.Conn, r *bootwire.Reader, hello *bootwire.Msg) (bootwire.Msg, error) {
+func joinReply(conn net.Conn, r *bootwire.Reader, hello *bootwire.Msg, server serverInfo) (bootwire.Msg, error) {
 	if _, err := conn.Write(bootwire.Append(nil, hello)); err != nil {
 		return bootwire.Msg{}, &PeerError{Rank: -1, Cause: "cannot send the join request: " + err.Error(), Err: ErrPeerLost}
 	}
 	m, err := r.Read()
 	if err != nil {
-		return bootwire.Msg{}, connLost(err, "while joining")
+		return bootwire.Msg{}, connLost(server, err, "while joining")
+	}
+	if m.Type == bootwire.Record && m.Key == jobIDKey {
+		// A store names the job before it answers (fmpirun never does).
+		hello.JobID = string(m.Value)
+		if m, err = r.Read(); err != nil {
+			return bootwire.Msg{}, connLost(server, err, "while joining")
+		}
 	}
 	switch m.Type {
 	case bootwire.OK, bootwire.Error, bootwire.Failed:
 		return m, nil
 	}
-	return bootwire.Msg{}, fmt.Errorf("%w: protocol error: fmpirun answered the join with %v", ErrMismatch, m.Type)
+	return bootwire.Msg{}, fmt.Errorf("%w: protocol error: %s answered the join with %v", ErrMismatch, server.name, m.Type)
 }
 
-// connLost is the error of a connection to fmpirun that ended.
-func connLost(err error, when string) *PeerError {
-	cause := "connection to fmpirun closed " + when + " (fmpirun died or was killed)"
+// connLost is the error of a connection to the server that ended.
+func connLost(server serverInfo, err error, when string) *PeerError {
+	cause := "connection to " + server.name + " closed " + when + " (" + server.death + ")"
 	if !errors.Is(err, io.EOF) {
-		cause = fmt.Sprintf("connection to fmpirun lost %s: %v", when, err)
+		cause = fmt.Sprintf("connection to %s lost %s: %v", server.name, when, err)
 	}
-	return &PeerError{Rank: -1, Cause: cause, Err: ErrPeerLost}
+	return &PeerError{Rank: server.rank, Cause: cause, Err: ErrPeerLost}
 }
 
 // replyError turns an Error or Failed frame into the error the caller sees.
@@ -185,7 +218,7 @@ func (c *client) read(r *bootwire.Reader) {
 			select {
 			case <-c.closing:
 			default:
-				c.die(connLost(err, "while the job ran"), true)
+				c.die(connLost(c.server, err, "while the job ran"), true)
 			}
 			return
 		}
@@ -223,11 +256,38 @@ func (c *client) die(err error, notify bool) {
 		close(c.dead)
 		if notify {
 			c.failed <- err // buffered, sent once
+			if c.endAfter > 0 {
+				c.endTimer.Store(time.AfterFunc(c.endAfter, func() { c.end(err) }))
+			}
 		}
 	})
 }
 
-func (c *client) Name() string         { return "fmpirun" }
+// end is what a store job does when the process neither closed its
+// bootstrap nor exited within endAfter of the job's failure: no launcher
+// will kill it, so it ends itself, naming the cause, with the abort's code
+// or 1.
+func (c *client) end(err error) {
+	select {
+	case <-c.closing:
+		return
+	default:
+	}
+	code := 1
+	if pe, ok := errors.AsType[*PeerError](err); ok && errors.Is(err, ErrAborted) {
+		var n int
+		if _, serr := fmt.Sscanf(pe.Cause, "aborted the job with code %d", &n); serr == nil && n != 0 {
+			code = n
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%v; ending this process (exit status %d): the job is over\n", err, code)
+	exit(code)
+}
+
+// exit ends the process; tests replace it.
+var exit = os.Exit
+
+func (c *client) Name() string         { return c.name }
 func (c *client) Rank() int            { return c.rank }
 func (c *client) Size() int            { return c.size }
 func (c *client) JobID() string        { return c.jobID }
@@ -329,7 +389,7 @@ func (c *client) write(b []byte) error {
 			return ErrClosed
 		default:
 		}
-		pe := connLost(err, "while sending")
+		pe := connLost(c.server, err, "while sending")
 		c.die(pe, true)
 		return c.deadErr
 	}
@@ -362,6 +422,9 @@ func (c *client) Close() error {
 	c.pending = nil
 	c.mu.Unlock()
 	close(c.closing)
+	if t := c.endTimer.Load(); t != nil {
+		t.Stop()
+	}
 	var err error
 	select {
 	case <-c.dead:
@@ -374,8 +437,11 @@ func (c *client) Close() error {
 		err = cerr
 	}
 	<-c.done
+	if c.afterClose != nil {
+		c.afterClose()
+	}
 	if err != nil {
-		return fmt.Errorf("bootstrap: closing the connection to fmpirun: %w", err)
+		return fmt.Errorf("bootstrap: closing the connection to %s: %w", c.server.name, err)
 	}
 	return nil
 }

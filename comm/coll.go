@@ -1,6 +1,10 @@
 package comm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/fibermpi/fibermpi/trace"
+)
 
 // Collectives. Every rank of the communicator calls the same collectives
 // in the same order, with consistent arguments (the same root, matching
@@ -66,7 +70,8 @@ func checkV(arg string, counts, displs []int, p, n int) error {
 
 // launch builds a collective's schedule and runs it (blocking) or starts
 // it (nonblocking, holding a reference to the communicator until done).
-func (c *Comm[T]) launch(nb bool, check func() error, build func(s *sched)) (*CollRequest, error) {
+// name names the collective in a trace.
+func (c *Comm[T]) launch(name string, nb bool, check func() error, build func(s *sched)) (*CollRequest, error) {
 	st, err := c.live()
 	if err != nil {
 		return nil, err
@@ -77,6 +82,9 @@ func (c *Comm[T]) launch(nb bool, check func() error, build func(s *sched)) (*Co
 	s := newSched(&st.coll)
 	build(s)
 	if !nb {
+		if tr := c.ep.Tracer(); tr != nil {
+			return nil, tracedRun(tr, name, s)
+		}
 		return nil, s.run()
 	}
 	q := &CollRequest{op: s, eng: st.coll.eng, w: c.ep.Waiter()}
@@ -90,6 +98,21 @@ func (c *Comm[T]) launch(nb bool, check func() error, build func(s *sched)) (*Co
 
 func noCheck() error { return nil }
 
+// tracedRun runs a blocking collective's schedule as a span of the trace.
+func tracedRun(tr *trace.Rank, name string, s *sched) error {
+	sp := tr.Begin("fibermpi." + name)
+	err := s.run()
+	sp.End(trace.KindColl, trace.NoPeer, 0, s.x.comm.Context, 0, name)
+	return err
+}
+
+func scanName(ex bool) string {
+	if ex {
+		return "Exscan"
+	}
+	return "Scan"
+}
+
 // Barrier returns once every rank has called it (through memory: a
 // counter; by messages: dissemination, ⌈log2 p⌉ rounds).
 func (c *Comm[T]) Barrier() error {
@@ -101,10 +124,10 @@ func (c *Comm[T]) Barrier() error {
 func (c *Comm[T]) Ibarrier() (*CollRequest, error) { return c.barrier(true) }
 
 func (c *Comm[T]) barrier(nb bool) (*CollRequest, error) {
-	if q, ok, err := c.viaShm(nb, noCheck, &shmColl[T]{kind: kBarrier}); ok {
+	if q, ok, err := c.viaShm("Barrier", nb, noCheck, &shmColl[T]{kind: kBarrier}); ok {
 		return q, err
 	}
-	return c.launch(nb, noCheck, buildBarrier)
+	return c.launch("Barrier", nb, noCheck, buildBarrier)
 }
 
 // Bcast copies root's buf into every rank's buf (binomial tree). Every
@@ -119,10 +142,10 @@ func (c *Comm[T]) Ibcast(buf []T, root int) (*CollRequest, error) { return c.bca
 
 func (c *Comm[T]) bcast(nb bool, buf []T, root int) (*CollRequest, error) {
 	check := func() error { return checkRoot(root, c.Size()) }
-	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kBcast, send: buf, recv: buf, root: root}); ok {
+	if q, ok, err := c.viaShm("Bcast", nb, check, &shmColl[T]{kind: kBcast, send: buf, recv: buf, root: root}); ok {
 		return q, err
 	}
-	return c.launch(nb, check, func(s *sched) { buildBcast(s, buf, root) })
+	return c.launch("Bcast", nb, check, func(s *sched) { buildBcast(s, buf, root) })
 }
 
 // Reduce combines every rank's send with op into root's recv (binomial
@@ -154,10 +177,10 @@ func (c *Comm[T]) reduce(nb bool, send, recv []T, op Op[T], root int) (*CollRequ
 		}
 		return nil
 	}
-	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kReduce, send: send, recv: recv, op: op, root: root}); ok {
+	if q, ok, err := c.viaShm("Reduce", nb, check, &shmColl[T]{kind: kReduce, send: send, recv: recv, op: op, root: root}); ok {
 		return q, err
 	}
-	return c.launch(nb, check, func(s *sched) { buildReduce(s, send, recv, op, root) })
+	return c.launch("Reduce", nb, check, func(s *sched) { buildReduce(s, send, recv, op, root) })
 }
 
 // Allreduce combines every rank's send with op into every rank's recv
@@ -176,10 +199,10 @@ func (c *Comm[T]) Iallreduce(send, recv []T, op Op[T]) (*CollRequest, error) {
 
 func (c *Comm[T]) allreduce(nb bool, send, recv []T, op Op[T]) (*CollRequest, error) {
 	check := func() error { return checkReduceArgs(send, recv, op, "Allreduce") }
-	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kAllreduce, send: send, recv: recv, op: op}); ok {
+	if q, ok, err := c.viaShm("Allreduce", nb, check, &shmColl[T]{kind: kAllreduce, send: send, recv: recv, op: op}); ok {
 		return q, err
 	}
-	return c.launch(nb, check, func(s *sched) { buildAllreduce(s, send, recv, op) })
+	return c.launch("Allreduce", nb, check, func(s *sched) { buildAllreduce(s, send, recv, op) })
 }
 
 func checkReduceArgs[T any](send, recv []T, op Op[T], name string) error {
@@ -218,10 +241,10 @@ func (c *Comm[T]) Iexscan(send, recv []T, op Op[T]) (*CollRequest, error) {
 
 func (c *Comm[T]) scan(nb bool, send, recv []T, op Op[T], ex bool) (*CollRequest, error) {
 	check := func() error { return checkReduceArgs(send, recv, op, "Scan") }
-	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kScan, send: send, recv: recv, op: op, ex: ex}); ok {
+	if q, ok, err := c.viaShm(scanName(ex), nb, check, &shmColl[T]{kind: kScan, send: send, recv: recv, op: op, ex: ex}); ok {
 		return q, err
 	}
-	return c.launch(nb, check, func(s *sched) { buildScan(s, send, recv, op, ex) })
+	return c.launch(scanName(ex), nb, check, func(s *sched) { buildScan(s, send, recv, op, ex) })
 }
 
 // ReduceScatterBlock combines every rank's send (Size()·n elements) with op
@@ -249,10 +272,10 @@ func (c *Comm[T]) reduceScatterBlock(nb bool, send, recv []T, op Op[T]) (*CollRe
 		}
 		return checkDisjoint(send, recv)
 	}
-	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kReduceScatter, send: send, recv: recv, op: op}); ok {
+	if q, ok, err := c.viaShm("ReduceScatterBlock", nb, check, &shmColl[T]{kind: kReduceScatter, send: send, recv: recv, op: op}); ok {
 		return q, err
 	}
-	return c.launch(nb, check, func(s *sched) {
+	return c.launch("ReduceScatterBlock", nb, check, func(s *sched) {
 		if op.commutative {
 			buildRingReduceScatter(s, send, recv, op)
 			return
@@ -302,10 +325,10 @@ func (c *Comm[T]) reduceScatter(nb bool, send, recv []T, counts []int, op Op[T])
 		}
 		return checkDisjoint(send, recv)
 	}
-	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kReduceScatter, send: send, recv: recv, op: op, counts: counts, displs: displs}); ok {
+	if q, ok, err := c.viaShm("ReduceScatter", nb, check, &shmColl[T]{kind: kReduceScatter, send: send, recv: recv, op: op, counts: counts, displs: displs}); ok {
 		return q, err
 	}
-	return c.launch(nb, check, func(s *sched) { buildReduceScatterV(s, send, recv, counts, displs, op) })
+	return c.launch("ReduceScatter", nb, check, func(s *sched) { buildReduceScatterV(s, send, recv, counts, displs, op) })
 }
 
 func buildReduceScatterV[T any](s *sched, send, recv []T, counts, displs []int, op Op[T]) {

@@ -37,10 +37,10 @@ func (c *Comm[T]) gather(nb bool, send, recv []T, root int) (*CollRequest, error
 		}
 		return nil
 	}
-	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kGather, send: send, recv: recv, root: root}); ok {
+	if q, ok, err := c.viaShm("Gather", nb, check, &shmColl[T]{kind: kGather, send: send, recv: recv, root: root}); ok {
 		return q, err
 	}
-	return c.launch(nb, check, func(s *sched) {
+	return c.launch("Gather", nb, check, func(s *sched) {
 		counts, displs := blocks(p, len(send))
 		buildGatherv(s, send, recv, counts, displs, root)
 	})
@@ -72,10 +72,10 @@ func (c *Comm[T]) gatherv(nb bool, send, recv []T, counts, displs []int, root in
 		}
 		return checkLen("Gatherv send", len(send), counts[root])
 	}
-	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kGather, send: send, recv: recv, root: root, counts: counts, displs: displs}); ok {
+	if q, ok, err := c.viaShm("Gatherv", nb, check, &shmColl[T]{kind: kGather, send: send, recv: recv, root: root, counts: counts, displs: displs}); ok {
 		return q, err
 	}
-	return c.launch(nb, check, func(s *sched) { buildGatherv(s, send, recv, counts, displs, root) })
+	return c.launch("Gatherv", nb, check, func(s *sched) { buildGatherv(s, send, recv, counts, displs, root) })
 }
 
 // Scatter sends block i of root's send (Size()·n elements) to rank i's recv
@@ -101,10 +101,10 @@ func (c *Comm[T]) scatter(nb bool, send, recv []T, root int) (*CollRequest, erro
 		}
 		return nil
 	}
-	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kScatter, send: send, recv: recv, root: root}); ok {
+	if q, ok, err := c.viaShm("Scatter", nb, check, &shmColl[T]{kind: kScatter, send: send, recv: recv, root: root}); ok {
 		return q, err
 	}
-	return c.launch(nb, check, func(s *sched) {
+	return c.launch("Scatter", nb, check, func(s *sched) {
 		counts, displs := blocks(p, len(recv))
 		buildScatterv(s, send, counts, displs, recv, root)
 	})
@@ -136,10 +136,10 @@ func (c *Comm[T]) scatterv(nb bool, send []T, counts, displs []int, recv []T, ro
 		}
 		return checkLen("Scatterv recv", len(recv), counts[root])
 	}
-	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kScatter, send: send, recv: recv, root: root, counts: counts, displs: displs}); ok {
+	if q, ok, err := c.viaShm("Scatterv", nb, check, &shmColl[T]{kind: kScatter, send: send, recv: recv, root: root, counts: counts, displs: displs}); ok {
 		return q, err
 	}
-	return c.launch(nb, check, func(s *sched) { buildScatterv(s, send, counts, displs, recv, root) })
+	return c.launch("Scatterv", nb, check, func(s *sched) { buildScatterv(s, send, counts, displs, recv, root) })
 }
 
 // Allgather collects every rank's send (n elements) into every rank's recv
@@ -167,10 +167,10 @@ func (c *Comm[T]) allgather(nb bool, send, recv []T) (*CollRequest, error) {
 		}
 		return checkDisjoint(send, recv)
 	}
-	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kAllgather, send: send, recv: recv}); ok {
+	if q, ok, err := c.viaShm("Allgather", nb, check, &shmColl[T]{kind: kAllgather, send: send, recv: recv}); ok {
 		return q, err
 	}
-	return c.launch(nb, check, func(s *sched) { buildAllgather(s, send, recv) })
+	return c.launch("Allgather", nb, check, func(s *sched) { buildAllgather(s, send, recv) })
 }
 
 // Allgatherv collects rank i's send (counts[i] elements) into every rank's
@@ -200,10 +200,10 @@ func (c *Comm[T]) allgatherv(nb bool, send, recv []T, counts, displs []int) (*Co
 		}
 		return checkDisjoint(send, recv)
 	}
-	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kAllgather, send: send, recv: recv, counts: counts, displs: displs}); ok {
+	if q, ok, err := c.viaShm("Allgatherv", nb, check, &shmColl[T]{kind: kAllgather, send: send, recv: recv, counts: counts, displs: displs}); ok {
 		return q, err
 	}
-	return c.launch(nb, check, func(s *sched) { buildRingAllgatherv(s, send, recv, counts, displs) })
+	return c.launch("Allgatherv", nb, check, func(s *sched) { buildRingAllgatherv(s, send, recv, counts, displs) })
 }
 
 // Alltoall sends block i of every rank's send (n elements per block) to
@@ -230,10 +230,10 @@ func (c *Comm[T]) alltoall(nb bool, send, recv []T) (*CollRequest, error) {
 		}
 		return checkDisjointStrict(send, recv)
 	}
-	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kAlltoall, send: send, recv: recv}); ok {
+	if q, ok, err := c.viaShm("Alltoall", nb, check, &shmColl[T]{kind: kAlltoall, send: send, recv: recv}); ok {
 		return q, err
 	}
-	return c.launch(nb, check, func(s *sched) {
+	return c.launch("Alltoall", nb, check, func(s *sched) {
 		n := len(send) / p
 		counts, displs := blocks(p, n)
 		buildAlltoallv(s, send, counts, displs, recv, counts, displs, n*c.size <= alltoallBurstMax)
@@ -275,8 +275,8 @@ func (c *Comm[T]) alltoallv(nb bool, send []T, scounts, sdispls []int, recv []T,
 		}
 		return checkDisjointStrict(send, recv)
 	}
-	if q, ok, err := c.viaShm(nb, check, &shmColl[T]{kind: kAlltoallv, send: send, recv: recv, counts: rcounts, displs: rdispls, scounts: scounts, sdispls: sdispls}); ok {
+	if q, ok, err := c.viaShm("Alltoallv", nb, check, &shmColl[T]{kind: kAlltoallv, send: send, recv: recv, counts: rcounts, displs: rdispls, scounts: scounts, sdispls: sdispls}); ok {
 		return q, err
 	}
-	return c.launch(nb, check, func(s *sched) { buildAlltoallv(s, send, scounts, sdispls, recv, rcounts, rdispls, false) })
+	return c.launch("Alltoallv", nb, check, func(s *sched) { buildAlltoallv(s, send, scounts, sdispls, recv, rcounts, rdispls, false) })
 }

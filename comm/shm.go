@@ -14,6 +14,7 @@ import (
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/internal/invariants"
+	"github.com/fibermpi/fibermpi/trace"
 )
 
 // Collectives through memory. When every rank of a communicator lives in
@@ -464,7 +465,8 @@ func words[T any](buf []uint64, n int) []T {
 // viaShm runs a collective through memory if the communicator's ranks
 // share this process (ok), after the same checks as the message path: it
 // runs x to the end (blocking), or starts it and returns its request.
-func (c *Comm[T]) viaShm(nb bool, check func() error, x *shmColl[T]) (q *CollRequest, ok bool, err error) {
+// name names the collective in a trace.
+func (c *Comm[T]) viaShm(name string, nb bool, check func() error, x *shmColl[T]) (q *CollRequest, ok bool, err error) {
 	a := c.area()
 	if a == nil {
 		return nil, false, nil
@@ -480,23 +482,38 @@ func (c *Comm[T]) viaShm(nb bool, check func() error, x *shmColl[T]) (q *CollReq
 	x.begin(a, c.rank, w)
 	x.size = c.size
 	eng := st.coll.eng
-	if !nb && len(eng.active) == 0 {
-		// Alone: on the stack, no engine.
-		x.block()
-		return nil, true, x.err
+	if !nb {
+		if tr := c.ep.Tracer(); tr != nil {
+			sp := tr.Begin("fibermpi." + name)
+			err := runBlocking(eng, w, x)
+			sp.End(trace.KindColl, trace.NoPeer, 0, st.coll.comm.Context, 0, name)
+			return nil, true, err
+		}
+		return nil, true, runBlocking(eng, w, x)
 	}
 	h := new(shmColl[T])
 	*h = *x
 	eng.add(h)
 	h.advance()
-	if !nb {
-		eng.wait(w, h)
-		return nil, true, h.err
-	}
 	q = &CollRequest{op: h, eng: eng, w: w}
 	if st.owned {
 		st.refs.Add(1)
 		q.st = st
 	}
 	return q, true, nil
+}
+
+// runBlocking runs a begun collective to its end: alone, on the caller's
+// stack; with other collectives of the caller pending, through its engine.
+func runBlocking[T any](eng *engine, w *fiber.Waiter, x *shmColl[T]) error {
+	if len(eng.active) == 0 {
+		x.block()
+		return x.err
+	}
+	h := new(shmColl[T])
+	*h = *x
+	eng.add(h)
+	h.advance()
+	eng.wait(w, h)
+	return h.err
 }

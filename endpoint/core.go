@@ -9,6 +9,7 @@ import (
 	"github.com/fibermpi/fibermpi/match"
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/trace"
 )
 
 // core is one endpoint's resources: its transport address, its matching
@@ -41,6 +42,9 @@ type core struct {
 	// off is the receiver-driven rendezvous state (offer.go); nil on a
 	// transport that reaches its peers directly.
 	off *offers
+
+	// tr records for the tracer (trace.go); nil when tracing is off.
+	tr *trace.Rank
 }
 
 func newCore(p *Process, addr rdma.Addr, level ThreadLevel, mcfg match.Config) (*core, error) {
@@ -49,6 +53,7 @@ func newCore(p *Process, addr rdma.Addr, level ThreadLevel, mcfg match.Config) (
 		return nil, err
 	}
 	c := &core{p: p, addr: addr, level: level, table: t, rv: make(map[uint64]*Request)}
+	c.tr = p.rec.Rank(int32(addr))
 	if p.local == nil || p.procs > 1 {
 		c.off = newOffers() // some peers are reached only by packets
 	}
@@ -162,6 +167,9 @@ func (c *core) deliverDirect(ctx uint32, src, tag int32, data []byte) bool {
 // matched joins a receive and the message (eager packet or RTS) it matched.
 func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 	r.status.Source, r.status.Tag = pk.Source, pk.Tag
+	if c.tr != nil {
+		c.traceMatched(pk)
+	}
 	if pk.Kind == packet.KindEager {
 		data := pk.Data()
 		n := copy(r.buf, data)
@@ -202,6 +210,9 @@ func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 	rtr.Kind = packet.KindRTR
 	rtr.SendID, rtr.RecvID = sendID, r.id
 	setRegion(rtr, region)
+	if c.tr != nil {
+		c.tr.Instant(trace.KindRTR, int32(from), r.status.Tag, r.key.Context(), len(buf))
+	}
 	if err := c.send(w, from, rtr); err != nil {
 		c.unregister(r)
 		r.status.Err = err
@@ -224,7 +235,11 @@ func (c *core) onRTR(w int, pk *packet.Packet) {
 		if uint64(len(data)) > region.Len {
 			data = data[:region.Len] // the receiver truncates; it reports that
 		}
-		err = c.p.tr.Put(s.peer, region, 0, data)
+		if c.tr != nil {
+			err = c.tracedPut(s.peer, region, data)
+		} else {
+			err = c.p.tr.Put(s.peer, region, 0, data)
+		}
 	}
 	done := pk
 	clearHeader(done)
@@ -246,6 +261,9 @@ func (c *core) onDone(w int, pk *packet.Packet) {
 	id := pk.RecvID
 	r := c.take(id)
 	failed, offered, msgLen := pk.Flags&doneFailed != 0, pk.Flags&doneOffer != 0, pk.Size
+	if c.tr != nil && r != nil {
+		c.traceDone(r, rdma.Addr(pk.From), offered, msgLen)
+	}
 	c.p.pool.Put(w, pk)
 	if r == nil {
 		panic(fmt.Sprintf("endpoint: Done for unknown receive %d", id))

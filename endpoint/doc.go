@@ -83,4 +83,13 @@
 // ErrRequestActive, ErrEndpoints, ErrOptions), checked before anything is
 // sent, so nothing in flight is lost or delivered twice and the endpoint
 // stays usable.
+//
+// # Tracing
+//
+// With Options.Trace or FIBERMPI_TRACE set, each endpoint records its calls,
+// protocol steps and per-peer counts (package trace), Finalize writes them
+// (one part per process in a job of several; cmd/fmpi-trace merges and draws
+// them), blocking calls are runtime/trace regions, and Register sets pprof
+// labels fibermpi.rank and fibermpi.endpoint on the registering goroutine
+// (replacing its labels). Off, each hook is a nil test (trace.go).
 package endpoint

@@ -9,6 +9,7 @@ import (
 	"github.com/fibermpi/fibermpi/match"
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/trace"
 )
 
 // Errors of the endpoint layer.
@@ -79,6 +80,10 @@ type Endpoint struct {
 	// peerAddr): an endpoint's core never changes while the process lives.
 	peer     *core
 	peerAddr rdma.Addr
+
+	// tracing is set while a traced call runs the untraced one
+	// (trace.go).
+	tracing bool
 }
 
 // Rank returns the endpoint's rank in its world.
@@ -128,6 +133,9 @@ func (e *Endpoint) Register(w *fiber.Waiter) (*Endpoint, error) {
 	}
 	if invariants.Enabled {
 		h.gid = goid()
+	}
+	if e.c.tr != nil {
+		e.c.tr.Label(int(e.rank))
 	}
 	return &h, nil
 }
@@ -222,6 +230,9 @@ func (e *Endpoint) IsendInto(r *Request, c Comm, me, dst, tag int, data []byte) 
 }
 
 func (e *Endpoint) isendInto(r *Request, c Comm, me, dst, tag int, data []byte, sync bool) (*Request, error) {
+	if e.c.tr != nil && !e.tracing {
+		return e.tracedIsend(r, c, me, dst, tag, data, sync)
+	}
 	if err := e.enter(); err != nil {
 		return nil, err
 	}
@@ -292,6 +303,9 @@ func (e *Endpoint) quick(c Comm, me, dst, tag int, data []byte, sync bool) (bool
 			e.peer, e.peerAddr = peer, to
 		}
 		if peer != nil && peer.deliverDirect(c.Context, int32(me), int32(tag), data) {
+			if peer.tr != nil {
+				peer.tr.Instant(trace.KindMatch, int32(e.c.addr), int32(tag), c.Context, len(data))
+			}
 			return true, nil
 		}
 	}
@@ -306,6 +320,9 @@ func (e *Endpoint) eager(c Comm, me, dst, tag int, data []byte) error {
 	pk := e.c.getPacket(e.worker, e.waiter)
 	pk.Context, pk.Source, pk.Tag = c.Context, int32(me), int32(tag)
 	pk.Kind = packet.KindEager
+	if e.c.tr != nil {
+		e.c.tr.Instant(trace.KindEager, int32(c.Addrs[dst]), int32(tag), c.Context, len(data))
+	}
 	if err := pk.SetData(data); err != nil { // cannot fail: EagerLimit <= payload
 		e.c.p.pool.Put(e.worker, pk)
 		return err
@@ -325,6 +342,9 @@ func (e *Endpoint) rendezvous(c Comm, me, dst, tag int, data []byte, r *Request)
 	pk.Kind = packet.KindRTS
 	pk.SendID = r.id
 	pk.Size = uint64(len(data))
+	if e.c.tr != nil {
+		e.c.tr.Instant(trace.KindRTS, int32(to), int32(tag), c.Context, len(data))
+	}
 	if err := e.c.send(e.worker, to, pk); err != nil {
 		e.c.take(r.id)
 		return err
@@ -464,6 +484,9 @@ func (e *Endpoint) Ssend(c Comm, me, dst, tag int, data []byte) error {
 }
 
 func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool) error {
+	if e.c.tr != nil && !e.tracing {
+		return e.tracedSend(c, me, dst, tag, data, sync)
+	}
 	if err := e.enter(); err != nil {
 		return err
 	}
@@ -486,6 +509,9 @@ func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool
 // AnyTag) on c, and returns its status. A fiber yields while it waits, a
 // goroutine parks.
 func (e *Endpoint) Recv(c Comm, src, tag int, buf []byte) (Status, error) {
+	if e.c.tr != nil {
+		return e.tracedRecv(c, src, tag, buf)
+	}
 	if err := e.enter(); err != nil {
 		return Status{}, err
 	}

@@ -278,7 +278,12 @@ func (c *core) onOffer(w int, pk *packet.Packet) {
 // status (and truncation). The send is then complete.
 func (e *Endpoint) putOffered(to rdma.Addr, off offer, data []byte) error {
 	n := min(uint64(len(data)), off.region.Len)
-	err := e.c.p.tr.Put(to, off.region, 0, data[:n])
+	var err error
+	if e.c.tr != nil {
+		err = e.c.tracedPut(to, off.region, data[:n])
+	} else {
+		err = e.c.p.tr.Put(to, off.region, 0, data[:n])
+	}
 	pk := e.c.getPacket(e.worker, e.waiter)
 	pk.Kind, pk.Flags = packet.KindDone, doneOffer
 	if err != nil {

@@ -6,11 +6,13 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/match"
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/trace"
 )
 
 // ThreadLevel is how many threads may use an endpoint, with Snir's
@@ -84,6 +86,12 @@ func (m ProgressMode) String() string {
 
 // Defaults of Options.
 const (
+	// ProcessSleepAfter is how long an idle fiber worker spins (then
+	// backs off) before it sleeps, in a job of several processes, unless
+	// Options.Fiber.SleepAfter says otherwise: a sleeping worker polls the
+	// transport only every Fiber.PollInterval, so a short spin would put
+	// that delay into every pause of a message stream.
+	ProcessSleepAfter   = 20 * time.Millisecond
 	DefaultEagerLimit   = packet.DefaultPayloadSize
 	DefaultMaxEndpoints = 1 << 20
 )
@@ -129,6 +137,13 @@ type Options struct {
 	// the processes of this node). Tests use it to join several Processes
 	// of one OS process.
 	Remote rdma.Transport
+	// Trace, if not empty, turns on the trace recorder (package trace)
+	// and names the file Finalize writes it to; in a job of several
+	// processes each writes its part to Trace.<process rank>, which
+	// cmd/fmpi-trace merges. Empty means the value of FIBERMPI_TRACE, and
+	// no tracing if that is empty too. Tracing off costs a nil test per
+	// call.
+	Trace string
 }
 
 func (o Options) withDefaults() Options {
@@ -216,6 +231,11 @@ type Process struct {
 	worldCore *core // this process's endpoint in it
 	finalized atomic.Bool
 
+	// rec records the trace (trace.go), nil when off; traceFile is where
+	// Finalize writes it.
+	rec       *trace.Recorder
+	traceFile string
+
 	// failure is the error that ended the job, set once (watch).
 	failure atomic.Pointer[error]
 	// unwatch stops watch at Finalize; watched is closed when it returns.
@@ -274,6 +294,9 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 		}
 	}
 	p.layout = rdma.NewLayout(p.procs)
+	if p.traceFile = p.tracePath(); p.traceFile != "" {
+		p.rec = trace.NewRecorder(p.rank, p.procs, 0)
+	}
 	if p.tr == nil {
 		// Before the workers start: their idle hook polls it.
 		tr, err := p.connect()
@@ -287,6 +310,11 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 	}
 	p.local, _ = p.tr.(rdma.Local)
 	fcfg := opts.Fiber
+	if p.procs > 1 && fcfg.SleepAfter == 0 {
+		// Arrivals from other processes do not wake a sleeping worker
+		// before its next poll (PollInterval): spin longer first.
+		fcfg.SleepAfter = ProcessSleepAfter
+	}
 	if opts.Progress == ProgressIdle {
 		userIdle := fcfg.Idle
 		fcfg.Idle = func(w int) bool {
@@ -590,7 +618,7 @@ func (p *Process) Finalize() error {
 		_ = p.tr.Unbind(c.addr)
 	}
 	p.mu.Unlock()
-	err = errors.Join(berr, err, p.tr.Close())
+	err = errors.Join(berr, err, p.tr.Close(), p.writeTrace())
 	if p.boot != nil {
 		close(p.unwatch)
 		<-p.watched

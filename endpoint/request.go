@@ -159,7 +159,9 @@ func (r *Request) WaitFor(w *fiber.Waiter) error {
 	if !r.ev.Done() {
 		// Endpoint.Recv has the same lines, to keep its wait one frame
 		// above the fiber switch.
-		if r.ep.p.opts.Progress == ProgressCaller {
+		if r.ep.tr != nil {
+			r.tracedWait(w)
+		} else if r.ep.p.opts.Progress == ProgressCaller {
 			r.poll(w)
 		} else {
 			r.ev.Wait(w)

@@ -55,7 +55,7 @@ func newTeam(n, workers int, spin time.Duration, level endpoint.ThreadLevel, k i
 		t.sched, t.finish = s, s.Close
 		return t, nil, nil
 	}
-	p, err := endpoint.Init(level, endpoint.Options{Workers: workers, Fiber: fiber.Config{SleepAfter: spin}})
+	p, err := endpoint.Init(level, endpoint.Options{Workers: workers, Fiber: fiber.Config{SleepAfter: spin}, Trace: traceFile})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,6 +66,10 @@ func newTeam(n, workers int, spin time.Duration, level endpoint.ThreadLevel, k i
 	t.sched, t.finish = p.Scheduler(), p.Finalize
 	return t, eps, nil
 }
+
+// traceFile, if not empty, is where every process newTeam starts writes
+// its trace at Finalize (the -trace flag; endpoint.Options.Trace).
+var traceFile string
 
 // noThreadLevel makes newTeam start a bare scheduler.
 const noThreadLevel endpoint.ThreadLevel = -1

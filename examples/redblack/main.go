@@ -35,6 +35,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	repeat := fs.Int("repeat", 1, "run each variant this many times, in rounds, and show the median time")
 	every := fs.Duration("progress", DefaultProgressEvery, "interval of progress lines on stderr during long runs (0: none)")
 	version := fs.Bool("version", false, "print the version of fibermpi and of the build, and exit")
+	tracePath := fs.String("trace", "", "write a fibermpi trace of the run to this file (see cmd/fmpi-trace; with several variants, the last one's)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: redblack [flags]\n\nRed-black SOR (seed 004 §4.3) in every variant, checked against the sequential code.\n\nVariants:\n")
 		for _, v := range variants {
@@ -100,6 +101,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg = cfg.withDefaults()
+	traceFile = *tracePath
 
 	fmt.Fprintf(stdout, "red-black SOR on %d×%d cells, %s, %s (idle spin %v)\n",
 		cfg.Rows, cfg.Cols, stopRule(cfg), count(cfg.Workers, "fiber worker"), cfg.Spin)

@@ -41,6 +41,16 @@
 // -tags invariants builds, two goroutines using one worker index at once
 // are caught by the pool).
 //
+// A transport may refuse a Send with rdma.ErrAgain when its queue to the
+// peer is full (see rdma's "Never blocking"). Outside Receive callbacks
+// the suite then drives progress and sends again; inside them it never
+// waits: the packet goes to a backlog, one FIFO per sending transport and
+// destination, that every progress pass of the suite drains in order, as
+// the endpoint layer does. New sends from outside Receive wait while the
+// backlog holds packets (with one pool for all endpoints, a backlog that
+// kept growing could take every packet and leave none to build arrivals
+// in). A Factory may size queues small to make this happen often.
+//
 // # What it checks
 //
 //   - Delivery: every packet arrives exactly once, at the address it was
@@ -75,6 +85,11 @@
 //   - Close: it succeeds once; every later call (Close included) fails with
 //     rdma.ErrClosed and Progress reports nothing; Close while goroutines
 //     send loses or doubles no packet.
+//   - Flood: two endpoints each send windows of 10^4 packets to the other
+//     before waiting, while their Receivers answer every packet with a Send
+//     of their own; with bounded queues both directions are full at once,
+//     and every request and answer must still arrive once, intact and in
+//     order (no deadlock between Receivers that cannot wait).
 //
 // # Subtests
 //

@@ -33,6 +33,13 @@ const (
 	minRecords = 4
 )
 
+// recordSize returns the ring bytes of a record with n data bytes: a
+// 56-byte head (the packet header) and the data, in whole cache lines
+// (ring.go).
+func recordSize(n int) int {
+	return (packet.HeaderWireSize + n + packet.CacheLine - 1) &^ (packet.CacheLine - 1)
+}
+
 // Config describes a transport. Exchange and Layout are required; every
 // other zero field takes its default.
 type Config struct {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package shm
 
 import (
@@ -80,6 +82,9 @@ func bufAddr(buf []byte) uint64 {
 	if len(buf) == 0 {
 		return 0
 	}
+	// Safety: only the address is kept, as a number for peers; the
+	// buffer stays pinned and registered (reachable from the registry)
+	// while peers may use it.
 	return uint64(uintptr(unsafe.Pointer(&buf[0])))
 }
 

@@ -1,3 +1,5 @@
+//go:build linux
+
 package shm_test
 
 import (
@@ -422,7 +424,7 @@ const (
 // child is a running rank 1.
 type child struct {
 	cmd  *exec.Cmd
-	out  bytes.Buffer
+	out  lockedBuffer
 	done chan error
 }
 
@@ -582,4 +584,24 @@ func TestKilledLeavesNothing(t *testing.T) {
 	} else if pe, ok := errors.AsType[*shm.PeerError](err); !ok || pe.Rank != 1 {
 		t.Errorf("CheckPeers: %v, want a PeerError naming rank 1", err)
 	}
+}
+
+// lockedBuffer is the child's output: the child writes it (through the
+// command's copying goroutine) while the test may read it to report a
+// failure.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

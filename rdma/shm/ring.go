@@ -1,3 +1,5 @@
+//go:build linux
+
 package shm
 
 import (
@@ -60,9 +62,6 @@ const (
 )
 
 var le = binary.LittleEndian
-
-// recordSize returns the ring bytes of a record with n data bytes.
-func recordSize(n int) int { return (headSize + n + recAlign - 1) &^ (recAlign - 1) }
 
 // queuedSize returns the bytes a drained packet record with n payload
 // bytes takes in a queue.

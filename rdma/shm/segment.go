@@ -1,3 +1,5 @@
+//go:build linux
+
 package shm
 
 import (
@@ -96,7 +98,7 @@ type regSlot struct {
 	_    uint64
 }
 
-// segSize is the layout of a segment.
+// segLayout is the layout of a segment: sizes and section offsets.
 type segLayout struct {
 	nrings, ringSize, maxAddrs, maxRegions     uint64
 	boundOff, regionsOff, ringsOff, ringStride uint64
@@ -271,8 +273,8 @@ func (s *segment) setBound(a rdma.Addr, on bool) {
 	}
 }
 
-// region returns the registration key names in the owner's table, if
-// it matches r: the same key, base and length.
+// region reports whether the owner's table holds a registration matching
+// r: the same key, base and length.
 func (s *segment) region(r rdma.Region) bool {
 	if r.Key == 0 {
 		return false

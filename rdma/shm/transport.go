@@ -1,3 +1,5 @@
+//go:build linux
+
 package shm
 
 import (
@@ -6,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,35 +18,6 @@ import (
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
 )
-
-// Errors of this package (besides rdma's).
-var (
-	// ErrPeerGone is returned (in a *PeerError) by CheckPeers, and by a
-	// copied Put or Get waiting for a peer, when the peer process has
-	// exited.
-	ErrPeerGone = errors.New("shm: peer process exited")
-	// ErrLimit is returned by Bind for an address beyond Config.MaxAddrs
-	// and by Register when Config.MaxRegions registrations are live.
-	ErrLimit = errors.New("shm: beyond a configured limit")
-	// ErrForeignPacket is returned by Send for a packet of a pool the
-	// transport does not know (neither Config.Pool nor bound): it could
-	// not return the packet after copying it. The caller keeps it.
-	ErrForeignPacket = errors.New("shm: packet of a pool not given to the transport")
-	// ErrTooLong is returned by Send for a packet longer than
-	// Config.PayloadSize.
-	ErrTooLong = errors.New("shm: packet longer than the configured payload size")
-)
-
-// PeerError names the peer process an error is about.
-type PeerError struct {
-	Rank int
-	Err  error
-}
-
-func (e *PeerError) Error() string { return fmt.Sprintf("shm: process %d: %v", e.Rank, e.Err) }
-
-// Unwrap returns Err.
-func (e *PeerError) Unwrap() error { return e.Err }
 
 // The bindings of addresses live in chunks of chunkSize consecutive
 // addresses, found through a directory indexed by Addr>>chunkBits; Bind
@@ -100,8 +72,9 @@ type Transport struct {
 	regs registry // Register, Deregister and the owner's side of copies
 	gets getState // copied Gets, both sides
 
-	probe *uint64 // the word peers read to test cross-memory attach
-	pin   runtime.Pinner
+	// probe is the word peers read to test cross-memory attach. The Go
+	// heap does not move objects, and t keeps it alive.
+	probe *uint64
 }
 
 var (
@@ -187,13 +160,11 @@ func New(cfg Config) (*Transport, error) {
 	var nb [8]byte
 	_, _ = rand.Read(nb[:])
 	*t.probe = binary.LittleEndian.Uint64(nb[:]) | 1
-	t.pin.Pin(t.probe)
 
 	lay := layoutFor(uint64(1+len(cfg.Peers)), uint64(cfg.RingSize), uint64(cfg.MaxAddrs), uint64(cfg.MaxRegions))
 	name := segName(ex.JobID(), t.rank)
 	self, err := createSegment(cfg.Dir, name, lay)
 	if err != nil {
-		t.pin.Unpin()
 		return nil, err
 	}
 	t.self = self
@@ -223,6 +194,8 @@ func New(cfg Config) (*Transport, error) {
 		}
 		return nil, err
 	}
+	// Safety: the probe word's address goes to peers as a number; t
+	// keeps the word alive and the Go heap does not move it.
 	info := peerInfo{
 		pid: h.pid, probe: uint64(uintptr(unsafe.Pointer(t.probe))), nonce: *t.probe,
 		payload: uint64(cfg.PayloadSize), forceCopy: cfg.ForceCopy, name: name,
@@ -319,6 +292,8 @@ func (t *Transport) connect(p int) (*outRing, error) {
 // attach works between the two (ptrace scope, containers, pid namespaces).
 func probe(pid int, addr, nonce uint64) bool {
 	var got uint64
+	// Safety: the kernel writes at most the 8 bytes of got, during the
+	// call.
 	local := []unix.Iovec{{Base: (*byte)(unsafe.Pointer(&got)), Len: 8}}
 	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: 8}}
 	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
@@ -462,10 +437,13 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 		return rdma.ErrAgain
 	}
 	o.writePacket(off, size, to, pk)
+	// The record holds a copy: the packet goes back to its pool before
+	// the record is published, so that by the time anyone sees the
+	// message (and its answer), the sender's packet is free again.
+	pool.Put(w, pk)
 	o.publish(uint64(size))
 	o.mu.unlock()
 	o.wake()
-	pool.Put(w, pk)
 	return nil
 }
 
@@ -610,7 +588,7 @@ func (t *Transport) drain() int {
 		}
 		ir.take.lock()
 		for !ir.dead {
-			rec, typ, n, word1, ok, corrupt := ir.peekRing()
+			rec, typ, size, word1, ok, corrupt := ir.peekRing()
 			if corrupt {
 				t.corrupt(ir)
 			}
@@ -618,11 +596,11 @@ func (t *Transport) drain() int {
 				break
 			}
 			if typ == recPacket {
-				ir.queue = append(ir.queue, rec[:queuedSize(n)]...)
+				ir.queue = append(ir.queue, rec[:queuedSize(size)]...)
 				ir.queued.Add(1)
 				queued++
 			} else {
-				t.apply(ir, typ, n, word1, rec)
+				t.apply(ir, typ, size, word1, rec)
 			}
 			ir.head += uint64(len(rec))
 			n++
@@ -647,10 +625,10 @@ func (t *Transport) CheckPeers() error {
 	var fds []unix.PollFd
 	var ranks []int
 	for _, o := range t.out {
-		if fd := int32(-1); o != nil && !o.self {
-			if fd = o.pidfd.Load(); fd < 0 {
-				continue
-			}
+		if o == nil || o.self {
+			continue
+		}
+		if fd := o.pidfd.Load(); fd >= 0 {
 			fds = append(fds, unix.PollFd{Fd: fd, Events: unix.POLLIN})
 			ranks = append(ranks, o.proc)
 		}
@@ -721,7 +699,7 @@ func (t *Transport) Close() error {
 	return nil
 }
 
-// release gives back the mappings, pidfds and the probe word.
+// release gives back the mappings and pidfds.
 func (t *Transport) release() {
 	for _, s := range t.segs {
 		s.release()
@@ -733,5 +711,4 @@ func (t *Transport) release() {
 			}
 		}
 	}
-	t.pin.Unpin()
 }
