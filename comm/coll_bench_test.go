@@ -16,7 +16,7 @@ import (
 // their world's collectives going the given path: rank 0 runs lead (the
 // benchmark loop: a fiber may call b.Loop, it is the only caller), the
 // others rest; it returns when all have.
-func benchFibers(b *testing.B, n int, path collPath, lead, rest func(c *Comm[float64]) error) {
+func benchFibers(b *testing.B, n int, path CollPath, lead, rest func(c *Comm[float64]) error) {
 	b.Helper()
 	err := endpoint.Run(n, func(ep *endpoint.Endpoint) error {
 		c, err := World[float64](ep)
@@ -43,8 +43,8 @@ var benchSizes = []struct {
 // memory (the default in one process) and the message schedules.
 var benchPaths = []struct {
 	name string
-	path collPath
-}{{"shm", pathAuto}, {"msg", pathMessages}}
+	path CollPath
+}{{"shm", CollAuto}, {"msg", CollMessages}}
 
 // BenchmarkAllreduce: Sum of float64 vectors over N fiber ranks of one
 // process (rank 0 runs the benchmark loop), through memory and by

@@ -22,29 +22,28 @@ var collRanks = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 16}
 type rankMode struct {
 	name string
 	run  func(k int, fn func(ep *endpoint.Endpoint) error) error
-	path collPath
+	path CollPath
 }
 
 var rankModes = []rankMode{
 	{"fibers", func(k int, fn func(*endpoint.Endpoint) error) error {
 		return endpoint.RunWith(endpoint.ThreadSingle, endpoint.Options{Workers: 2}, k, fn)
-	}, pathAuto},
+	}, CollAuto},
 	{"goroutines-rendezvous", func(k int, fn func(*endpoint.Endpoint) error) error {
 		return runGoroutines(k, endpoint.Options{Workers: 1, EagerLimit: -1}, fn)
-	}, pathAuto},
+	}, CollAuto},
 	{"fibers-messages", func(k int, fn func(*endpoint.Endpoint) error) error {
 		return endpoint.RunWith(endpoint.ThreadSingle, endpoint.Options{Workers: 2}, k, fn)
-	}, pathMessages},
+	}, CollMessages},
 	{"fibers-remote-rendezvous-messages", func(k int, fn func(*endpoint.Endpoint) error) error {
 		opts := endpoint.Options{Workers: 2, EagerLimit: -1, Transport: rdmatest.HideLocal(inproc.New())}
 		return endpoint.RunWith(endpoint.ThreadSingle, opts, k, fn)
-	}, pathMessages},
+	}, CollMessages},
 }
 
-// usePath sets how c runs its collectives; every rank must set the same,
-// before its first collective on c (communicators derived from c inherit
-// it).
-func usePath[T any](c *Comm[T], p collPath) {
+// usePath sets how c runs its collectives, even after it ran some (tests
+// only: every rank must do the same between the same collectives).
+func usePath[T any](c *Comm[T], p CollPath) {
 	st := c.st()
 	st.path, st.shm, st.shmChecked = p, nil, false
 }

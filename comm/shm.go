@@ -2,6 +2,7 @@ package comm
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 	"runtime"
 	"sync"
@@ -246,13 +247,45 @@ func (a *shmArea) release() {
 	}
 }
 
-// collPath says how a communicator runs its collectives.
-type collPath uint8
+// CollPath says how a communicator runs its collectives.
+type CollPath uint8
 
 const (
-	pathAuto     collPath = iota // through memory when every rank is in this process
-	pathMessages                 // always the message schedules (tests, benchmarks)
+	// CollAuto: through memory when every rank of the communicator lives
+	// in this process (the ranks read and write each other's buffers), as
+	// message schedules otherwise. The default.
+	CollAuto CollPath = iota
+	// CollMessages: always as schedules of point-to-point messages, as
+	// between processes (for comparisons and tests).
+	CollMessages
 )
+
+// String names the path.
+func (p CollPath) String() string {
+	switch p {
+	case CollAuto:
+		return "auto"
+	case CollMessages:
+		return "messages"
+	}
+	return fmt.Sprintf("CollPath(%d)", uint8(p))
+}
+
+// SetCollPath sets how the communicator runs its collectives. Every rank
+// must set the same path, before its first collective on c (the path of a
+// communicator already in use does not change); communicators derived
+// from c (Dup, Split, Create) inherit it.
+func (c *Comm[T]) SetCollPath(p CollPath) error {
+	if p > CollMessages {
+		return fmt.Errorf("%w: %v", ErrPath, p)
+	}
+	st := c.st()
+	if st.shmChecked && st.path != p {
+		return fmt.Errorf("%w: the communicator has run collectives already", ErrPath)
+	}
+	st.path = p
+	return nil
+}
 
 // area returns the communicator's shared area, or nil if its collectives go
 // by messages. The answer is computed once per communicator view.
@@ -265,7 +298,7 @@ func (c *Comm[T]) area() *shmArea {
 		return st.shm
 	}
 	st.shmChecked = true
-	if st.path == pathMessages || c.size == 0 {
+	if st.path == CollMessages || c.size == 0 {
 		return nil
 	}
 	p := c.ep.Proc()

@@ -14,6 +14,7 @@ import (
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/internal/testenv"
+	"github.com/fibermpi/fibermpi/trace"
 )
 
 // The collectives through memory against serial references: every
@@ -642,12 +643,12 @@ func TestShmManyCommunicators(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		usePath(w, pathMessages)
+		usePath(w, CollMessages)
 		msg, err := w.Dup() // inherits the message path
 		if err != nil {
 			return err
 		}
-		usePath(w, pathAuto)
+		usePath(w, CollAuto)
 		for _, c := range []*Comm[int64]{d1, d2, half} {
 			if c.area() == nil {
 				return errors.New("a derived communicator does not run through memory")
@@ -859,5 +860,39 @@ func TestShmAreaCollected(t *testing.T) {
 		}
 		runtime.GC()
 		runtime.Gosched()
+	}
+}
+
+// TestShmTraceSpans: a blocking collective through memory is a span named
+// after it in the trace, as one by messages is.
+func TestShmTraceSpans(t *testing.T) {
+	path := t.TempDir() + "/trace"
+	err := endpoint.RunWith(endpoint.ThreadSingle, endpoint.Options{Trace: path}, 3, func(ep *endpoint.Endpoint) error {
+		c, err := World[int64](ep)
+		if err != nil {
+			return err
+		}
+		if c.area() == nil {
+			return errors.New("not through memory")
+		}
+		return c.Allreduce([]int64{1}, make([]int64, 1), Sum[int64]())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := trace.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range d.Ranks {
+		n := 0
+		for _, rec := range r.Records {
+			if rec.Kind == trace.KindColl && rec.Name == "Allreduce" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("endpoint %d: %d Allreduce spans, want 1", r.Addr, n)
+		}
 	}
 }

@@ -22,7 +22,7 @@ type state struct {
 	// message schedules (tests and benchmarks).
 	shm        *shmArea
 	shmChecked bool
-	path       collPath
+	path       CollPath
 
 	// refs counts the user's reference (until Free) and each pending
 	// request. hold (Add 1) pairs with release (Add −1); the release that
