@@ -127,6 +127,9 @@ func (c *Comm[T]) barrier(nb bool) (*CollRequest, error) {
 	if q, ok, err := c.viaShm("Barrier", nb, noCheck, &shmColl[T]{kind: kBarrier}); ok {
 		return q, err
 	}
+	if q, ok, err := c.viaTwoLevel("Barrier", nb, noCheck, c.planBarrier); ok {
+		return q, err
+	}
 	return c.launch("Barrier", nb, noCheck, buildBarrier)
 }
 
@@ -143,6 +146,9 @@ func (c *Comm[T]) Ibcast(buf []T, root int) (*CollRequest, error) { return c.bca
 func (c *Comm[T]) bcast(nb bool, buf []T, root int) (*CollRequest, error) {
 	check := func() error { return checkRoot(root, c.Size()) }
 	if q, ok, err := c.viaShm("Bcast", nb, check, &shmColl[T]{kind: kBcast, send: buf, recv: buf, root: root}); ok {
+		return q, err
+	}
+	if q, ok, err := c.viaTwoLevel("Bcast", nb, check, c.planBcast(buf, root)); ok {
 		return q, err
 	}
 	return c.launch("Bcast", nb, check, func(s *sched) { buildBcast(s, buf, root) })
@@ -180,6 +186,9 @@ func (c *Comm[T]) reduce(nb bool, send, recv []T, op Op[T], root int) (*CollRequ
 	if q, ok, err := c.viaShm("Reduce", nb, check, &shmColl[T]{kind: kReduce, send: send, recv: recv, op: op, root: root}); ok {
 		return q, err
 	}
+	if q, ok, err := c.viaTwoLevel("Reduce", nb, check, c.planReduce(send, recv, op, root)); ok {
+		return q, err
+	}
 	return c.launch("Reduce", nb, check, func(s *sched) { buildReduce(s, send, recv, op, root) })
 }
 
@@ -200,6 +209,9 @@ func (c *Comm[T]) Iallreduce(send, recv []T, op Op[T]) (*CollRequest, error) {
 func (c *Comm[T]) allreduce(nb bool, send, recv []T, op Op[T]) (*CollRequest, error) {
 	check := func() error { return checkReduceArgs(send, recv, op, "Allreduce") }
 	if q, ok, err := c.viaShm("Allreduce", nb, check, &shmColl[T]{kind: kAllreduce, send: send, recv: recv, op: op}); ok {
+		return q, err
+	}
+	if q, ok, err := c.viaTwoLevel("Allreduce", nb, check, c.planAllreduce(send, recv, op)); ok {
 		return q, err
 	}
 	return c.launch("Allreduce", nb, check, func(s *sched) { buildAllreduce(s, send, recv, op) })

@@ -46,6 +46,7 @@ var rankModes = []rankMode{
 func usePath[T any](c *Comm[T], p CollPath) {
 	st := c.st()
 	st.path, st.shm, st.shmChecked = p, nil, false
+	st.topo, st.topoChecked = nil, false
 }
 
 // runGoroutines runs fn as k goroutine ranks of one ThreadMultiple process.

@@ -85,9 +85,11 @@ type collCtx struct {
 }
 
 // Tag spaces on a collective context: ordinary collectives count in the
-// low 23 bits; CreateGroup's temporary communicators set bit 23.
+// low 22 bits; the leaders of two-level collectives (twolevel.go) set bit
+// 22; CreateGroup's temporary communicators set bit 23.
 const (
-	collTagMask  = 1<<23 - 1
+	collTagMask  = 1<<22 - 1
+	leadTagBit   = 1 << 22
 	groupTagBit  = 1 << 23
 	groupTagBits = 13 // user tag bits of CreateGroup
 	groupSeqBits = 10
@@ -124,6 +126,8 @@ type sched struct {
 	tag    int
 	rounds []round
 	last   func() // local work after the last round
+
+	nested bool // a phase of a two-level collective: not in the engine itself
 
 	cur   int
 	reqs  []*endpoint.Request // the current round's receives then sends
@@ -221,7 +225,7 @@ func (s *sched) start() {
 	if s.done {
 		return
 	}
-	if s.cur == 0 {
+	if s.cur == 0 && !s.nested {
 		s.x.eng.add(s)
 	}
 	if s.cur >= len(s.rounds) {
@@ -264,8 +268,24 @@ func (s *sched) block() {
 	s.complete()
 }
 
+// prepare readies a wait on several collectives: the schedule's pending
+// requests join reqs. If none is pending (they completed since the last
+// poll), the schedule is ready to advance: nothing would wake a wait for
+// it.
+func (s *sched) prepare(reqs []*endpoint.Request) ([]*endpoint.Request, bool, bool) {
+	pending := false
+	for _, r := range s.reqs {
+		if !r.Test() {
+			reqs = append(reqs, r)
+			pending = true
+		}
+	}
+	return reqs, false, !pending && !s.done
+}
+
 // collOp is a pending collective of one caller: a message schedule
-// (*sched) or a collective through memory (*shmColl).
+// (*sched), a collective through memory (*shmColl), or one in two levels
+// of both (*twoLevel).
 type collOp interface {
 	// advance progresses the collective as far as it can without blocking.
 	advance()
@@ -273,15 +293,17 @@ type collOp interface {
 	failure() error
 	// block waits until the collective can progress, and progresses it.
 	block()
+	// prepare readies a wait on several collectives: a schedule appends
+	// its pending requests to reqs; a collective through memory arms the
+	// caller's waiter on its area (shm) and says whether it may progress
+	// at once (ready).
+	prepare(reqs []*endpoint.Request) (out []*endpoint.Request, shm, ready bool)
+	// endpoint returns the endpoint the collective's messages go through,
+	// nil if it has none now.
+	endpoint() *endpoint.Endpoint
 }
 
-// shmOp is a collective through memory, as the engine waits for it.
-type shmOp interface {
-	collOp
-	// armed registers the caller to be woken when the collective may
-	// progress, and reports whether it may already.
-	armed() bool
-}
+func (s *sched) endpoint() *endpoint.Endpoint { return s.x.ep }
 
 // engine progresses the pending collectives of one caller's communicators
 // (a communicator and those derived from it share one). A round of a
@@ -296,6 +318,17 @@ type engine struct {
 }
 
 func (e *engine) add(s collOp) { e.active = append(e.active, s) }
+
+// progress polls the transport through the first pending schedule's
+// endpoint, and reports whether it handled anything.
+func (e *engine) progress() bool {
+	for _, a := range e.active {
+		if ep := a.endpoint(); ep != nil {
+			return ep.Progress()
+		}
+	}
+	return false
+}
 
 // prune drops finished collectives.
 func (e *engine) prune() {
@@ -329,19 +362,9 @@ func (e *engine) wait(w *fiber.Waiter, s collOp) {
 		e.reqs = e.reqs[:0]
 		shm, ready := false, false
 		for _, a := range e.active {
-			switch a := a.(type) {
-			case *sched:
-				for _, r := range a.reqs {
-					if !r.Test() {
-						e.reqs = append(e.reqs, r)
-					}
-				}
-			case shmOp:
-				shm = true
-				if a.armed() {
-					ready = true
-				}
-			}
+			var sh, rd bool
+			e.reqs, sh, rd = a.prepare(e.reqs)
+			shm, ready = shm || sh, ready || rd
 		}
 		switch {
 		case ready:
@@ -352,7 +375,12 @@ func (e *engine) wait(w *fiber.Waiter, s collOp) {
 		case len(e.reqs) == 0:
 			w.Block()
 		default:
-			pause(w)
+			// Messages and memory at once: poll, driving the transport
+			// (a yielding fiber keeps its worker from idling, and idle
+			// workers are what polls it).
+			if !e.progress() {
+				pause(w)
+			}
 		}
 		clear(e.reqs)
 		e.poll()

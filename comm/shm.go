@@ -280,7 +280,7 @@ func (c *Comm[T]) SetCollPath(p CollPath) error {
 		return fmt.Errorf("%w: %v", ErrPath, p)
 	}
 	st := c.st()
-	if st.shmChecked && st.path != p {
+	if (st.shmChecked || st.topoChecked) && st.path != p {
 		return fmt.Errorf("%w: the communicator has run collectives already", ErrPath)
 	}
 	st.path = p

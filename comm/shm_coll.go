@@ -1,5 +1,7 @@
 package comm
 
+import "github.com/fibermpi/fibermpi/endpoint"
+
 // The collectives through memory, one protocol per kind, each a state
 // machine that step advances as far as it can without blocking (so that a
 // nonblocking collective progresses in Test and Wait, and a blocking one
@@ -87,7 +89,11 @@ func (x *shmColl[T]) block() {
 	}
 }
 
-func (x *shmColl[T]) armed() bool { return x.arm() }
+func (x *shmColl[T]) endpoint() *endpoint.Endpoint { return nil }
+
+func (x *shmColl[T]) prepare(reqs []*endpoint.Request) ([]*endpoint.Request, bool, bool) {
+	return reqs, true, x.arm()
+}
 
 // fail records the first error of the collective.
 func (x *shmColl[T]) fail(peer, want, got int) {

@@ -23,6 +23,10 @@ type state struct {
 	shm        *shmArea
 	shmChecked bool
 	path       CollPath
+	// The two-level layout (twolevel.go), computed once (topoChecked);
+	// nil when the collectives do not go in two levels.
+	topo        *topo
+	topoChecked bool
 
 	// refs counts the user's reference (until Free) and each pending
 	// request. hold (Add 1) pairs with release (Add −1); the release that

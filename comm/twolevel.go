@@ -1,0 +1,359 @@
+package comm
+
+import (
+	"slices"
+
+	"github.com/fibermpi/fibermpi/endpoint"
+	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/trace"
+)
+
+// Two-level collectives, for a communicator whose ranks live in several
+// processes, some with more than one rank (endpoints): the ranks of each
+// process meet through memory (an area over that process's ranks, as in
+// shm.go), and one rank per process — its leader, the process's lowest
+// rank — runs the message schedule among the processes. Barrier, Bcast,
+// Reduce and Allreduce go this way:
+//
+//	Barrier    gather nothing to the leader; leaders' barrier; release
+//	Allreduce  reduce to the leader; leaders' allreduce; broadcast from it
+//	Reduce     reduce to the process's representative (the root in the
+//	           root's process, the leader elsewhere); representatives'
+//	           reduce to the root
+//	Bcast      the root's process broadcasts from the root; leaders'
+//	           broadcast; the other processes broadcast from their leader
+//
+// so that a message crosses between processes once per process, not once
+// per rank, and the ranks of a process wait through memory (a fiber
+// yields, a goroutine parks) rather than for messages. A non-commutative
+// reduction keeps rank order only if every process's ranks are
+// consecutive; otherwise it runs the message schedule over all ranks, as
+// do the other collectives.
+//
+// The leaders' messages travel on the communicator's collective context
+// with tags in their own space (leadTagBit), numbered by the leaders'
+// own sequence. A two-level collective is a list of phases (collectives
+// through memory, message schedules) that run in turn; each takes its
+// sequence number (cell, tag) when the collective starts, so that
+// nonblocking ones interleave the same way at every rank.
+
+// topo is how a communicator's ranks sit in processes.
+type topo struct {
+	groups     [][]int // the ranks of each process, groups in the order of their first rank
+	mine       int     // the caller's group
+	local      int     // the caller's index in it (0: the leader)
+	contiguous bool    // every group is a run of consecutive ranks
+	node       *shmArea
+	lead       collCtx // the leaders (rank g: group g's first rank)
+}
+
+// topology returns the communicator's two-level layout, or nil if its
+// collectives do not go in two levels (all ranks in one process, or one
+// rank per process). It is computed once per communicator view.
+func (c *Comm[T]) topology() *topo {
+	st := c.st()
+	if st.topoChecked {
+		return st.topo
+	}
+	st.topoChecked = true
+	if st.path != CollAuto || c.size == 0 {
+		return nil
+	}
+	p := c.ep.Proc()
+	if p.Procs() == 1 {
+		return nil
+	}
+	addrs := c.c.Addrs
+	var t topo
+	byOwner := map[int]int{} // process → group
+	for r, a := range addrs {
+		o := p.Owner(a)
+		g, ok := byOwner[o]
+		if !ok {
+			g = len(t.groups)
+			byOwner[o] = g
+			t.groups = append(t.groups, nil)
+		}
+		t.groups[g] = append(t.groups[g], r)
+		if r == c.rank {
+			t.mine, t.local = g, len(t.groups[g])-1
+		}
+	}
+	if len(t.groups) == 1 || len(t.groups) == len(addrs) {
+		return nil
+	}
+	t.contiguous = true
+	leaders := make([]rdma.Addr, len(t.groups))
+	for g, ranks := range t.groups {
+		leaders[g] = addrs[ranks[0]]
+		if ranks[len(ranks)-1]-ranks[0] != len(ranks)-1 {
+			t.contiguous = false
+		}
+	}
+	ctx := st.coll.comm.Context
+	if mine := t.groups[t.mine]; len(mine) > 1 {
+		local := make([]rdma.Addr, len(mine))
+		for i, r := range mine {
+			local[i] = addrs[r]
+		}
+		t.node = lookupArea(p, endpoint.Comm{Context: ctx, Addrs: local})
+	}
+	t.lead = collCtx{
+		ep:   c.ep,
+		comm: endpoint.Comm{Context: ctx, Addrs: leaders},
+		rank: t.mine,
+		base: leadTagBit,
+		mask: collTagMask,
+		eng:  st.coll.eng,
+	}
+	st.topo = &t
+	return st.topo
+}
+
+// groupOf returns the group of rank r and r's index in it.
+func (t *topo) groupOf(r int) (g, i int) {
+	for g, ranks := range t.groups {
+		if i := slices.Index(ranks, r); i >= 0 {
+			return g, i
+		}
+	}
+	panic("comm: rank outside the communicator")
+}
+
+// leader reports whether the caller leads its group.
+func (t *topo) leader() bool { return t.local == 0 }
+
+// twoLevel is one rank's two-level collective: phases run in turn.
+type twoLevel struct {
+	phases []func() collOp // each starts its phase (nil: nothing to do)
+	i      int
+	cur    collOp
+	err    error
+	done   bool
+}
+
+// addShm adds a phase through the caller's process area, numbered now.
+func addShm[T any](tl *twoLevel, t *topo, w *fiber.Waiter, size int, x *shmColl[T]) {
+	x.begin(t.node, t.local, w)
+	x.size = size
+	tl.phases = append(tl.phases, func() collOp { return x })
+}
+
+// addMsg adds a message phase over ctx x (the leaders, or another set of
+// representatives sharing their sequence), its tag taken now and its
+// schedule built when the phase starts (builders read the buffers).
+func (tl *twoLevel) addMsg(x *collCtx, tag int, build func(s *sched)) {
+	s := &sched{x: x, tag: tag, nested: true}
+	tl.phases = append(tl.phases, func() collOp {
+		build(s)
+		s.start()
+		return s
+	})
+}
+
+// addLocal adds local work (a copy) as a phase of its own.
+func (tl *twoLevel) addLocal(fn func()) {
+	tl.phases = append(tl.phases, func() collOp { fn(); return nil })
+}
+
+// advance runs phases while they complete.
+func (tl *twoLevel) advance() {
+	for !tl.done {
+		if tl.cur == nil {
+			if tl.i == len(tl.phases) {
+				tl.done = true
+				return
+			}
+			tl.cur = tl.phases[tl.i]()
+			tl.i++
+			continue
+		}
+		tl.cur.advance()
+		if !tl.cur.finished() {
+			return
+		}
+		// A phase that failed still lets the next run: the other ranks
+		// wait for them.
+		if err := tl.cur.failure(); err != nil && tl.err == nil {
+			tl.err = err
+		}
+		tl.cur = nil
+	}
+}
+
+func (tl *twoLevel) finished() bool { return tl.done }
+
+func (tl *twoLevel) failure() error { return tl.err }
+
+func (tl *twoLevel) block() {
+	tl.advance()
+	if !tl.done {
+		tl.cur.block()
+		tl.advance()
+	}
+}
+
+func (tl *twoLevel) endpoint() *endpoint.Endpoint {
+	if tl.cur == nil {
+		return nil
+	}
+	return tl.cur.endpoint()
+}
+
+func (tl *twoLevel) prepare(reqs []*endpoint.Request) ([]*endpoint.Request, bool, bool) {
+	if tl.cur == nil {
+		return reqs, false, !tl.done
+	}
+	return tl.cur.prepare(reqs)
+}
+
+// viaTwoLevel runs a collective in two levels if the communicator's
+// layout calls for it (ok): plan adds the caller's phases, or reports that
+// this collective cannot go in two levels (false: it then runs as one
+// message schedule).
+func (c *Comm[T]) viaTwoLevel(name string, nb bool, check func() error, plan func(t *topo, tl *twoLevel) bool) (q *CollRequest, ok bool, err error) {
+	t := c.topology()
+	if t == nil {
+		return nil, false, nil
+	}
+	st, err := c.live()
+	if err != nil {
+		return nil, true, err
+	}
+	if err := check(); err != nil {
+		return nil, true, err
+	}
+	tl := new(twoLevel)
+	if !plan(t, tl) {
+		return nil, false, nil
+	}
+	eng, w := st.coll.eng, c.ep.Waiter()
+	eng.add(tl)
+	tl.advance()
+	if nb {
+		q = &CollRequest{op: tl, eng: eng, w: w}
+		if st.owned {
+			st.refs.Add(1)
+			q.st = st
+		}
+		return q, true, nil
+	}
+	if tr := c.ep.Tracer(); tr != nil {
+		sp := tr.Begin("fibermpi." + name)
+		eng.wait(w, tl)
+		sp.End(trace.KindColl, trace.NoPeer, 0, st.coll.comm.Context, 0, name)
+	} else {
+		eng.wait(w, tl)
+	}
+	return nil, true, tl.err
+}
+
+// The plans. Each adds the caller's phases in the same order as every
+// other rank of its process adds its own, and every rank takes the
+// leaders' next tag, whether it sends in that phase or not: the
+// representatives of a Reduce are not always the leaders, so every rank
+// keeps the leaders' sequence.
+
+func (c *Comm[T]) planBarrier(t *topo, tl *twoLevel) bool {
+	w := c.ep.Waiter()
+	if t.node != nil {
+		addShm(tl, t, w, c.size, &shmColl[T]{kind: kGather, root: 0})
+	}
+	tag := t.lead.next()
+	if t.leader() {
+		tl.addMsg(&t.lead, tag, buildBarrier)
+	}
+	if t.node != nil {
+		addShm(tl, t, w, c.size, &shmColl[T]{kind: kBcast, root: 0})
+	}
+	return true
+}
+
+func (c *Comm[T]) planAllreduce(send, recv []T, op Op[T]) func(t *topo, tl *twoLevel) bool {
+	return func(t *topo, tl *twoLevel) bool {
+		if !op.commutative && !t.contiguous {
+			return false
+		}
+		w := c.ep.Waiter()
+		if t.node != nil {
+			var acc []T
+			if t.leader() {
+				acc = recv
+			}
+			addShm(tl, t, w, c.size, &shmColl[T]{kind: kReduce, send: send, recv: acc, op: op, root: 0})
+		} else if !sameSlice(send, recv) {
+			tl.addLocal(func() { copy(recv, send) })
+		}
+		tag := t.lead.next()
+		if t.leader() {
+			tl.addMsg(&t.lead, tag, func(s *sched) { buildAllreduce(s, recv, recv, op) })
+		}
+		if t.node != nil {
+			addShm(tl, t, w, c.size, &shmColl[T]{kind: kBcast, send: recv, recv: recv, root: 0})
+		}
+		return true
+	}
+}
+
+func (c *Comm[T]) planReduce(send, recv []T, op Op[T], root int) func(t *topo, tl *twoLevel) bool {
+	return func(t *topo, tl *twoLevel) bool {
+		if !op.commutative && !t.contiguous {
+			return false
+		}
+		rg, ri := t.groupOf(root)
+		repLocal := 0 // the caller's group's representative
+		if t.mine == rg {
+			repLocal = ri
+		}
+		rep := t.local == repLocal
+		// The representatives' buffer: the root's recv, a scratch vector
+		// elsewhere (the vector itself for a rank alone in its process).
+		var acc []T
+		switch {
+		case !rep:
+		case c.rank == root:
+			acc = recv
+		case t.node == nil:
+			acc = send
+		default:
+			acc = make([]T, len(send))
+		}
+		w := c.ep.Waiter()
+		if t.node != nil {
+			addShm(tl, t, w, c.size, &shmColl[T]{kind: kReduce, send: send, recv: acc, op: op, root: repLocal})
+		} else if c.rank == root && !sameSlice(send, recv) {
+			tl.addLocal(func() { copy(recv, send) })
+		}
+		tag := t.lead.next()
+		if rep {
+			x := t.lead
+			x.comm.Addrs = slices.Clone(x.comm.Addrs)
+			x.comm.Addrs[rg] = c.c.Addrs[root]
+			var out []T
+			if c.rank == root {
+				out = recv
+			}
+			tl.addMsg(&x, tag, func(s *sched) { buildReduce(s, acc, out, op, rg) })
+		}
+		return true
+	}
+}
+
+func (c *Comm[T]) planBcast(buf []T, root int) func(t *topo, tl *twoLevel) bool {
+	return func(t *topo, tl *twoLevel) bool {
+		rg, ri := t.groupOf(root)
+		w := c.ep.Waiter()
+		if t.mine == rg && t.node != nil {
+			addShm(tl, t, w, c.size, &shmColl[T]{kind: kBcast, send: buf, recv: buf, root: ri})
+		}
+		tag := t.lead.next()
+		if t.leader() {
+			tl.addMsg(&t.lead, tag, func(s *sched) { buildBcast(s, buf, rg) })
+		}
+		if t.mine != rg && t.node != nil {
+			addShm(tl, t, w, c.size, &shmColl[T]{kind: kBcast, send: buf, recv: buf, root: 0})
+		}
+		return true
+	}
+}
