@@ -9,9 +9,16 @@
 #   make bench-mpi   OSU-method benchmarks: fibermpi vs MPICH vs Open MPI, ROUNDS
 #                    (6) interleaved rounds, summary in bench-mpi.txt
 #   make bench-mpi-quick  the same at 8 B and 1 MiB only, in bench-mpi-quick.txt
+#   make bench-mpi-tcp    latency and bw, 8 B and 1 MiB, between processes over
+#                    loopback TCP (Open MPI btl/tcp, MPICH's tcp), in bench-mpi-tcp-quick.txt
 #   make test-launch the launcher tests under mpiexec.hydra, srun (a one-node
 #                    Slurm started for them) and torchrun's variables;
 #                    installs MPICH, Slurm and munge when missing (root)
+#   make redblack-c  the C reference of examples/redblack (gcc, mpicc.mpich,
+#                    mpicc.openmpi) into bench/redblack-c/bin
+#   make bench-redblack  Go red-black variants vs the C reference, RBROUNDS (5)
+#                    interleaved runs at 512×512×200 and 2048×2048×60, grids
+#                    checked by hash; tables in bench/redblack-c/bin/*.md
 #
 # The tools are pinned by the tool lines of go.mod and run with go tool.
 
@@ -25,7 +32,7 @@ COUNT     ?= 6
 RACEFLAGS ?= -race
 
 .PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools modverify staticcheck vulncheck docs docs-check \
-	bench-mpi bench-mpi-quick test-launch
+	bench-mpi bench-mpi-quick bench-mpi-tcp test-launch redblack-c bench-redblack
 
 all: test
 
@@ -90,9 +97,20 @@ bench-mpi:
 bench-mpi-quick:
 	GO=$(GO) ROUNDS=$(COUNT) ./scripts/bench-mpi.sh -quick
 
+bench-mpi-tcp:
+	GO=$(GO) ROUNDS=$(COUNT) ./scripts/bench-mpi.sh -tcp -quick
+
 # Installs MPICH, slurm-wlm and munge with apt-get if missing, starts a
 # one-node Slurm cluster, runs internal/enginetest and bootstrap with the
 # launchers required (Slurm's tests skip with the reason if its daemons
 # cannot start), stops the cluster. See scripts/engines.sh.
 test-launch:
 	GO=$(GO) ./scripts/engines.sh test
+
+redblack-c:
+	$(MAKE) -C bench/redblack-c
+
+RBROUNDS ?= 5
+bench-redblack: redblack-c
+	GO=$(GO) bench/redblack-c/compare.sh -n 512 -iters 200 -runs $(RBROUNDS) | tee bench/redblack-c/bin/table-512.md
+	GO=$(GO) bench/redblack-c/compare.sh -n 2048 -iters 60 -runs $(RBROUNDS) | tee bench/redblack-c/bin/table-2048.md

@@ -11,16 +11,25 @@ import (
 // counts), as in MPI. Each blocking collective is its nonblocking I-form
 // followed by Wait; the I-forms return a *CollRequest.
 //
-// Arguments a rank can check alone (a root out of range, a buffer whose
-// length does not fit the counts and the communicator's size, a zero or
-// non-commutative Op where a commutative one is needed, overlapping
-// buffers) give an error before anything is sent; that rank then does not
-// take part, and the other ranks wait for it as they would for a rank that
-// never called. Arguments only the ranks together could check (counts
-// that differ between ranks) show up as a *MismatchError (or a
-// truncation) at a receiving rank; the collective still runs to its end
-// on every rank, sending what each rank has, so nobody is left waiting,
-// and the results are undefined.
+// A collective with erroneous arguments ends the job, as MPI's default
+// error handler (MPI_ERRORS_ARE_FATAL) does, because the ranks' collectives
+// can no longer line up and the others would wait forever:
+//
+//   - Arguments a rank can check alone (a root out of range, a buffer whose
+//     length does not fit the counts and the communicator's size, a zero or
+//     non-commutative Op where a commutative one is needed, overlapping
+//     buffers) give that rank the error (ErrRoot, a *CountError, ErrOp,
+//     ErrNotCommutative, ErrOverlap) before anything is sent;
+//   - arguments only the ranks together could check (counts that differ
+//     between ranks) give the rank that receives a message of the wrong
+//     size a *MismatchError (ErrMismatch), whether the message is longer or
+//     shorter than it expected.
+//
+// Either way that rank ends the job (endpoint.Endpoint.Abort): every other
+// rank's blocked or later call returns an *endpoint.AbortError that names
+// it and wraps its error, so errors.Is(err, ErrMismatch) (or ErrCount, ...)
+// holds at every rank, in the collective or, for a rank that had already
+// finished it, in its next call.
 
 // checkRoot validates a root rank.
 func checkRoot(root, p int) error {
@@ -77,6 +86,9 @@ func (c *Comm[T]) launch(name string, nb bool, check func() error, build func(s 
 		return nil, err
 	}
 	if err := check(); err != nil {
+		// The other ranks would wait for this one: end the job instead
+		// (see the top of this file).
+		c.ep.Abort(err)
 		return nil, err
 	}
 	s := newSched(&st.coll)

@@ -21,10 +21,28 @@ const (
 type Status struct {
 	Source int   // sender's rank
 	Tag    int   // message tag
-	Count  int   // whole elements of T received (Bytes/size of T)
+	Count  int   // whole elements of T received (Bytes/size of T, rounded down)
 	Bytes  int   // bytes received
-	Err    error // nil, a *endpoint.TruncateError, endpoint.ErrCancelled, ...
+	Err    error // nil, a *endpoint.TruncateError, a *PartialError, endpoint.ErrCancelled, ...
 }
+
+// PartialError reports a message that is not a whole number of elements
+// of the receiving Comm's type (a sender with another element type, or a
+// layout that does not match): Status.Count counts the whole elements, and
+// the bytes after them are in the buffer too. errors.Is(err, ErrPartial)
+// holds. MPI's MPI_Get_count answers MPI_UNDEFINED here.
+type PartialError struct {
+	Bytes int // bytes received
+	Size  int // bytes per element
+}
+
+// Error describes the remainder.
+func (e *PartialError) Error() string {
+	return fmt.Sprintf("comm: message of %d bytes is not a whole number of %d-byte elements", e.Bytes, e.Size)
+}
+
+// Is makes errors.Is(err, ErrPartial) true.
+func (e *PartialError) Is(target error) bool { return target == ErrPartial }
 
 func statusOf(st endpoint.Status, elem int) Status {
 	n := st.Count
@@ -36,6 +54,15 @@ func statusOf(st endpoint.Status, elem int) Status {
 		n /= elem
 	}
 	return Status{Source: int(st.Source), Tag: int(st.Tag), Count: n, Bytes: st.Count, Err: st.Err}
+}
+
+// checkWhole sets a received message's status error to a *PartialError if
+// it is not a whole number of elements (and had no error): one multiply,
+// kept out of statusOf so that it inlines.
+func checkWhole(s *Status, elem int) {
+	if s.Count*elem != s.Bytes && s.Err == nil {
+		s.Err = &PartialError{Bytes: s.Bytes, Size: elem}
+	}
 }
 
 // Comm is a typed view of a communicator for one registered caller: the
@@ -75,6 +102,10 @@ func New[T any](ep *endpoint.Endpoint, c endpoint.Comm, rank int) (*Comm[T], err
 	if rank < 0 || rank >= c.Size() {
 		return nil, fmt.Errorf("%w: rank %d of a communicator of %d", endpoint.ErrRank, rank, c.Size())
 	}
+	if c.Addrs[rank] != ep.Addr() {
+		return nil, fmt.Errorf("%w: rank %d of the communicator is endpoint %d, not the handle's endpoint %d",
+			endpoint.ErrRank, rank, c.Addrs[rank], ep.Addr())
+	}
 	if ep.Waiter() == nil {
 		return nil, endpoint.ErrNotRegistered
 	}
@@ -105,31 +136,53 @@ func (c *Comm[T]) Info() endpoint.Comm { return c.c }
 // Waiter returns the caller's waiter.
 func (c *Comm[T]) Waiter() *fiber.Waiter { return c.ep.Waiter() }
 
+// freed reports whether Free was called on the communicator (through this
+// view or another view of it).
+func (c *Comm[T]) freed() bool { return c.x != nil && c.x.freed }
+
 // Send sends buf to rank dst with tag, returning when buf may be reused: at
 // once for a message up to the eager limit, after the transfer into the
 // receive buffer for a larger one.
 func (c *Comm[T]) Send(buf []T, dst, tag int) error {
+	if c.freed() {
+		return ErrFreed
+	}
 	return c.ep.Send(c.c, c.rank, dst, tag, c.bytes(buf))
 }
 
 // Ssend sends in synchronous mode: it returns once the matching receive has
 // started.
 func (c *Comm[T]) Ssend(buf []T, dst, tag int) error {
+	if c.freed() {
+		return ErrFreed
+	}
 	return c.ep.Ssend(c.c, c.rank, dst, tag, c.bytes(buf))
 }
 
 // Recv receives into buf a message from src (or AnySource) with tag (or
 // AnyTag). A message longer than buf is truncated: the error is a
 // *endpoint.TruncateError (errors.Is endpoint.ErrTruncate) and the message
-// is consumed.
+// is consumed. A message that is not a whole number of elements gives a
+// *PartialError.
 func (c *Comm[T]) Recv(buf []T, src, tag int) (Status, error) {
+	if c.freed() {
+		return Status{}, ErrFreed
+	}
 	st, err := c.ep.Recv(c.c, src, tag, c.bytes(buf))
-	return statusOf(st, c.size), err
+	s := statusOf(st, c.size)
+	if err == nil {
+		checkWhole(&s, c.size)
+		err = s.Err
+	}
+	return s, err
 }
 
 // Sendrecv sends sendbuf to dst and receives into recvbuf from src, at
 // once, so that a ring of Sendrecv calls cannot deadlock.
 func (c *Comm[T]) Sendrecv(sendbuf []T, dst, sendtag int, recvbuf []T, src, recvtag int) (Status, error) {
+	if c.freed() {
+		return Status{}, ErrFreed
+	}
 	rr, err := c.Irecv(recvbuf, src, recvtag)
 	if err != nil {
 		return Status{}, err
@@ -152,6 +205,9 @@ func (c *Comm[T]) Isend(buf []T, dst, tag int) (*Request[T], error) {
 
 // isend sends data, eagerly if it may.
 func (c *Comm[T]) isend(data []byte, dst, tag int) (*Request[T], error) {
+	if c.freed() {
+		return nil, ErrFreed
+	}
 	if c.ep.Eager(len(data)) {
 		r, err := c.ep.IsendInto(nil, c.c, c.rank, dst, tag, data)
 		if err != nil {
@@ -175,6 +231,9 @@ func (c *Comm[T]) isend(data []byte, dst, tag int) (*Request[T], error) {
 // Issend is Isend in synchronous mode: the request completes once the
 // matching receive has started.
 func (c *Comm[T]) Issend(buf []T, dst, tag int) (*Request[T], error) {
+	if c.freed() {
+		return nil, ErrFreed
+	}
 	r, err := c.ep.Issend(c.c, c.rank, dst, tag, c.bytes(buf))
 	if err != nil {
 		return nil, err
@@ -185,6 +244,9 @@ func (c *Comm[T]) Issend(buf []T, dst, tag int) (*Request[T], error) {
 // Irecv posts a receive into buf. buf must not be touched until the request
 // completes.
 func (c *Comm[T]) Irecv(buf []T, src, tag int) (*Request[T], error) {
+	if c.freed() {
+		return nil, ErrFreed
+	}
 	q := &Request[T]{w: c.ep.Waiter(), size: c.size, hold: c.hold()}
 	if err := c.ep.IrecvInto(&q.own, c.c, src, tag, c.bytes(buf)); err != nil {
 		q.release()
@@ -200,6 +262,9 @@ func (c *Comm[T]) Irecv(buf []T, src, tag int) (*Request[T], error) {
 // before (status, Done channel) is dropped; nothing else may use q
 // meanwhile. On success q is the new receive's request.
 func (c *Comm[T]) IrecvInto(q *Request[T], buf []T, src, tag int) error {
+	if c.freed() {
+		return ErrFreed
+	}
 	if err := q.recycle(c); err != nil {
 		return err
 	}
@@ -215,6 +280,9 @@ func (c *Comm[T]) IrecvInto(q *Request[T], buf []T, src, tag int) error {
 // IsendInto is Isend into a request the caller provides and reuses, on the
 // same terms as IrecvInto.
 func (c *Comm[T]) IsendInto(q *Request[T], buf []T, dst, tag int) error {
+	if c.freed() {
+		return ErrFreed
+	}
 	if err := q.recycle(c); err != nil {
 		return err
 	}
@@ -244,6 +312,9 @@ func (c *Comm[T]) bytes(buf []T) []byte {
 // Iprobe reports whether a message from src with tag has arrived, and its
 // status, without receiving it.
 func (c *Comm[T]) Iprobe(src, tag int) (Status, bool, error) {
+	if c.freed() {
+		return Status{}, false, ErrFreed
+	}
 	st, ok, err := c.ep.Iprobe(c.c, src, tag)
 	return statusOf(st, c.size), ok, err
 }
@@ -251,6 +322,9 @@ func (c *Comm[T]) Iprobe(src, tag int) (Status, bool, error) {
 // Probe waits until a message from src with tag has arrived and returns its
 // status, without receiving it.
 func (c *Comm[T]) Probe(src, tag int) (Status, error) {
+	if c.freed() {
+		return Status{}, ErrFreed
+	}
 	st, err := c.ep.Probe(c.c, src, tag)
 	return statusOf(st, c.size), err
 }
@@ -290,6 +364,9 @@ func (c *Comm[T]) IsendLayout(buf []T, count int, dt datatype.Type, dst, tag int
 // IrecvLayout posts a receive into count instances of dt in buf; the data
 // is unpacked when the request is waited for or tested complete.
 func (c *Comm[T]) IrecvLayout(buf []T, count int, dt datatype.Type, src, tag int) (*Request[T], error) {
+	if c.freed() {
+		return nil, ErrFreed
+	}
 	if err := datatype.CheckElem[T](dt); err != nil {
 		return nil, err
 	}
@@ -328,6 +405,9 @@ func (c *Comm[T]) IrecvLayout(buf []T, count int, dt datatype.Type, src, tag int
 
 // pack checks dt against T and returns the bytes to send.
 func (c *Comm[T]) pack(buf []T, count int, dt datatype.Type) ([]byte, error) {
+	if c.freed() {
+		return nil, ErrFreed
+	}
 	if err := datatype.CheckElem[T](dt); err != nil {
 		return nil, err
 	}

@@ -33,6 +33,7 @@ func newContext(ep *endpoint.Endpoint, x *collCtx, parent uint32) (uint32, error
 // derive makes this rank's view of a new communicator with context id id.
 func (c *Comm[T]) derive(id uint32, addrs []rdma.Addr, rank int) *Comm[T] {
 	nc := endpoint.Comm{Context: id, Addrs: addrs}
+	c.ep.NoteComm(nc) // for deadlock reports
 	x := newState(c.ep, nc, rank, true, c.st().coll.eng)
 	x.path = c.st().path
 	return &Comm[T]{ep: c.ep, c: nc, rank: rank, elem: c.elem, size: c.size, x: x}
@@ -62,7 +63,7 @@ func (c *Comm[T]) Split(color, key int) (*Comm[T], error) {
 		return nil, err
 	}
 	if color < 0 && color != Undefined {
-		return nil, fmt.Errorf("%w: Split color %d (want >= 0 or Undefined)", ErrGroup, color)
+		return nil, c.erroneous(fmt.Errorf("%w: Split color %d (want >= 0 or Undefined)", ErrGroup, color))
 	}
 	p := c.Size()
 	all := make([][2]int64, p)
@@ -124,7 +125,7 @@ func (c *Comm[T]) Create(g Group) (*Comm[T], error) {
 		return nil, err
 	}
 	if err := c.subset(g); err != nil {
-		return nil, err
+		return nil, c.erroneous(err)
 	}
 	id, err := newContext(c.ep, &st.coll, st.id)
 	if err != nil {
@@ -151,14 +152,14 @@ func (c *Comm[T]) CreateGroup(g Group, tag int) (*Comm[T], error) {
 		return nil, err
 	}
 	if tag < 0 || tag > MaxGroupTag {
-		return nil, fmt.Errorf("%w: CreateGroup tag %d (want 0..%d)", endpoint.ErrTag, tag, MaxGroupTag)
+		return nil, c.erroneous(fmt.Errorf("%w: CreateGroup tag %d (want 0..%d)", endpoint.ErrTag, tag, MaxGroupTag))
 	}
 	if err := c.subset(g); err != nil {
-		return nil, err
+		return nil, c.erroneous(err)
 	}
 	r := g.rankOf(c.ep.Addr())
 	if r == Undefined {
-		return nil, fmt.Errorf("%w: the caller is not in the group of CreateGroup", ErrGroup)
+		return nil, c.erroneous(fmt.Errorf("%w: the caller is not in the group of CreateGroup", ErrGroup))
 	}
 	// A temporary communicator over the group on the parent's collective
 	// context, in a tag space ordinary collectives never use.
@@ -177,9 +178,21 @@ func (c *Comm[T]) CreateGroup(g Group, tag int) (*Comm[T], error) {
 	return c.derive(id, g.addrs, r), nil
 }
 
-// Free releases the caller's reference to the communicator; collectives on
-// it then return ErrFreed and point-to-point calls ErrRank (it has no
-// ranks any more). Its context id returns to the endpoint's pool once
+// erroneous ends the job for an erroneous collective call, as collectives
+// do (see coll.go), and returns err.
+func (c *Comm[T]) erroneous(err error) error {
+	c.ep.Abort(err)
+	return err
+}
+
+// Abort ends the job on purpose, in the name of the caller's rank (MPI_Abort;
+// see endpoint.Endpoint.Abort): every rank's blocked or later calls return
+// an *endpoint.AbortError that names it and wraps err. It returns the error
+// that ended the job, for the rank to return.
+func (c *Comm[T]) Abort(err error) error { return c.ep.Abort(err) }
+
+// Free releases the caller's reference to the communicator; every later
+// call on it (through any view of it) returns ErrFreed. Its context id returns to the endpoint's pool once
 // every request started on it has completed (seed 002 §4.1). In MPI Free is
 // collective; here each rank frees its own view, with no communication.
 // Worlds cannot be freed (ErrNotFreeable).

@@ -201,13 +201,24 @@ func TestGroupOps(t *testing.T) {
 		if _, err := all.Excl(6); !errors.Is(err, ErrGroup) {
 			return fmt.Errorf("Excl out of range: %v", err)
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An erroneous collective call ends the job (see coll.go).
+	err = endpoint.Run(3, func(ep *endpoint.Endpoint) error {
+		w, err := World[int](ep)
+		if err != nil {
+			return err
+		}
 		if _, err := w.Split(-5, 0); !errors.Is(err, ErrGroup) {
 			return fmt.Errorf("Split color -5: %v", err)
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, ErrGroup) {
+		t.Fatalf("a job with Split(-5): %v, want it to end with ErrGroup", err)
 	}
 }
 
@@ -407,67 +418,84 @@ func TestConcurrentCommCreate(t *testing.T) {
 	}
 }
 
-// TestCollectiveBadInput: locally detectable mistakes give errors before
-// anything is sent, and ranks that disagree on sizes get a mismatch or a
-// truncation, after which the communicator still works.
+// TestCollectiveBadInput: locally detectable mistakes give the rank that
+// makes them an error before anything is sent, and end the job (every
+// other rank's calls fail too); ranks that disagree on sizes get a
+// *MismatchError, with both sizes, whether the message was longer or
+// shorter than expected.
 func TestCollectiveBadInput(t *testing.T) {
-	err := endpoint.Run(3, func(ep *endpoint.Endpoint) error {
-		c, err := World[int](ep)
-		if err != nil {
+	checks := []struct {
+		name string
+		call func(c *Comm[int], buf []int) error
+		want error
+	}{
+		{"Bcast root 3", func(c *Comm[int], buf []int) error { return c.Bcast(buf, 3) }, ErrRoot},
+		{"Reduce root -1", func(c *Comm[int], buf []int) error { return c.Reduce(buf, buf, Sum[int](), -1) }, ErrRoot},
+		{"Allreduce zero op", func(c *Comm[int], buf []int) error { return c.Allreduce(buf, make([]int, 6), Op[int]{}) }, ErrOp},
+		{"Allreduce short recv", func(c *Comm[int], buf []int) error {
+			err := c.Allreduce(buf, make([]int, 5), Sum[int]())
+			if ce := (*CountError)(nil); !errors.As(err, &ce) || ce.Have != 5 || ce.Want != 6 {
+				return fmt.Errorf("CountError %+v (%w)", ce, err)
+			}
 			return err
-		}
-		r := c.Rank()
-		buf := make([]int, 6)
-		checks := []struct {
-			name string
-			err  error
-			want error
-		}{
-			{"Bcast root 3", c.Bcast(buf, 3), ErrRoot},
-			{"Reduce root -1", c.Reduce(buf, buf, Sum[int](), -1), ErrRoot},
-			{"Allreduce zero op", c.Allreduce(buf, make([]int, 6), Op[int]{}), ErrOp},
-			{"Allreduce short recv", c.Allreduce(buf, make([]int, 5), Sum[int]()), ErrCount},
-			{"Allreduce overlap", c.Allreduce(buf[:4], buf[2:], Sum[int]()), ErrOverlap},
-			{"Allgather recv", c.Allgather(buf[:2], make([]int, 5)), ErrCount},
-			{"Alltoall in place", c.Alltoall(buf, buf), ErrOverlap},
-			{"Alltoall uneven", c.Alltoall(buf[:5], make([]int, 5)), ErrCount},
-			{"Gatherv counts", c.Gatherv(buf[:1], buf, []int{1, 1}, []int{0, 1}, r), ErrCount},
-			{"Scatterv outside", c.Scatterv(buf, []int{1, 1, 9}, []int{0, 1, 2}, buf[:1], r), ErrCount},
-			{"ReduceScatterBlock", c.ReduceScatterBlock(buf[:5], make([]int, 2), Sum[int]()), ErrCount},
-		}
-		for _, ch := range checks {
-			if !errors.Is(ch.err, ch.want) {
-				return fmt.Errorf("%s: %v, want %v", ch.name, ch.err, ch.want)
-			}
-		}
-		var ce *CountError
-		if !errors.As(c.Allreduce(buf, make([]int, 5), Sum[int]()), &ce) || ce.Have != 5 || ce.Want != 6 {
-			return fmt.Errorf("CountError %+v", ce)
-		}
-		// Disagreeing sizes: root 0 sends 4, rank 1 expects 3, rank 2 5.
-		n := []int{4, 3, 5}[r]
-		err = c.Bcast(make([]int, n), 0)
-		switch r {
-		case 1:
-			// By messages a truncation; through memory the receiver sees
-			// the sizes and says so.
-			if !errors.Is(err, endpoint.ErrTruncate) && !errors.Is(err, ErrMismatch) {
-				return fmt.Errorf("rank 1 Bcast: %v, want a truncation or a mismatch", err)
-			}
-		case 2:
-			var me *MismatchError
-			if !errors.As(err, &me) || me.Want != 40 || me.Got != 32 {
-				return fmt.Errorf("rank 2 Bcast: %v, want a mismatch", err)
-			}
-		}
-		// Still usable.
-		sum := []int{0}
-		if err := c.Allreduce([]int{r}, sum, Sum[int]()); err != nil || sum[0] != 3 {
-			return fmt.Errorf("Allreduce after the mismatch: %v %v", sum, err)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		}, ErrCount},
+		{"Allreduce overlap", func(c *Comm[int], buf []int) error { return c.Allreduce(buf[:4], buf[2:], Sum[int]()) }, ErrOverlap},
+		{"Allgather recv", func(c *Comm[int], buf []int) error { return c.Allgather(buf[:2], make([]int, 5)) }, ErrCount},
+		{"Alltoall in place", func(c *Comm[int], buf []int) error { return c.Alltoall(buf, buf) }, ErrOverlap},
+		{"Alltoall uneven", func(c *Comm[int], buf []int) error { return c.Alltoall(buf[:5], make([]int, 5)) }, ErrCount},
+		{"Gatherv counts", func(c *Comm[int], buf []int) error {
+			return c.Gatherv(buf[:1], buf, []int{1, 1}, []int{0, 1}, c.Rank())
+		}, ErrCount},
+		{"Scatterv outside", func(c *Comm[int], buf []int) error {
+			return c.Scatterv(buf, []int{1, 1, 9}, []int{0, 1, 2}, buf[:1], c.Rank())
+		}, ErrCount},
+		{"ReduceScatterBlock", func(c *Comm[int], buf []int) error {
+			return c.ReduceScatterBlock(buf[:5], make([]int, 2), Sum[int]())
+		}, ErrCount},
 	}
+	for _, ch := range checks {
+		t.Run(ch.name, func(t *testing.T) {
+			err := endpoint.Run(3, func(ep *endpoint.Endpoint) error {
+				c, err := World[int](ep)
+				if err != nil {
+					return err
+				}
+				if err := ch.call(c, make([]int, 6)); !errors.Is(err, ch.want) || errors.Is(err, endpoint.ErrAborted) {
+					return fmt.Errorf("%v, want this rank's own %v", err, ch.want)
+				}
+				if err := c.Barrier(); !errors.Is(err, endpoint.ErrAborted) || !errors.Is(err, ch.want) {
+					return fmt.Errorf("Barrier after it: %v, want the job's end", err)
+				}
+				return nil
+			})
+			if !errors.Is(err, ch.want) {
+				t.Fatalf("Run: %v, want %v", err, ch.want)
+			}
+		})
+	}
+	t.Run("disagreeing sizes", func(t *testing.T) {
+		// Root 0 sends 4, rank 1 expects 3 (longer), rank 2 expects 5
+		// (shorter). Each of them finds its mismatch, or learns of the
+		// other's first.
+		err := endpoint.Run(3, func(ep *endpoint.Endpoint) error {
+			c, err := World[int](ep)
+			if err != nil {
+				return err
+			}
+			r := c.Rank()
+			err = c.Bcast(make([]int, []int{4, 3, 5}[r]), 0)
+			if r == 0 {
+				return nil
+			}
+			var me *MismatchError
+			want := []int{0, 24, 40}[r]
+			if !errors.As(err, &me) || me.Peer != 0 || me.Got != 32 || (!errors.Is(err, endpoint.ErrAborted) && me.Want != want) {
+				return fmt.Errorf("Bcast: %v, want a mismatch: expected %d bytes, got 32 from rank 0", err, want)
+			}
+			return nil
+		})
+		if !errors.Is(err, ErrMismatch) {
+			t.Fatalf("Run: %v, want ErrMismatch", err)
+		}
+	})
 }

@@ -27,9 +27,12 @@
 // such as Barrier or Allreduce, CollRequest.Wait, and the collective
 // communicator constructors Dup, Split, Create and CreateGroup) yields a
 // fiber to its worker, which runs other fibers meanwhile, and parks a
-// goroutine the Go way. Nothing in this package blocks a worker's OS thread, except
-// Request.WaitContext and reading Request.Done, which are for goroutines
-// (a select in a fiber blocks its worker).
+// goroutine the Go way; so do Request.WaitContext and Request.WaitTimeout,
+// the waits with a limit. Nothing in this package blocks a worker's OS
+// thread, except reading Request.Done, which is for goroutines (a select in
+// a fiber blocks its worker). A fiber rank must not block in ordinary Go
+// either (channels, mutexes, time.Sleep): use fiber.Sleep, or goroutine
+// ranks (endpoint.RunGoroutines).
 //
 // # Ordering
 //
@@ -55,9 +58,19 @@
 // message, a call after Finalize or through an unregistered handle, a nil
 // request — returns an error that errors.Is matches against the sentinels of
 // package endpoint (ErrRank, ErrTag, ErrTruncate, ErrFinalized,
-// ErrNotRegistered, ErrNilRequest); nothing in flight is lost or delivered
+// ErrNotRegistered, ErrNilRequest), or of this package (ErrFreed for any
+// call on a freed communicator); nothing in flight is lost or delivered
 // twice, and the communicator stays usable. A truncated message is consumed,
-// as MPI does, and the error is a *endpoint.TruncateError with both sizes.
+// as MPI does, and the error is a *endpoint.TruncateError with both sizes; a
+// message that is not a whole number of elements of T gives a
+// *PartialError.
+//
+// A collective with erroneous arguments — at one rank (ErrRoot, a
+// *CountError, ...) or across ranks (a *MismatchError) — ends the job, as
+// MPI's default error handler would, and so does Comm.Abort: every rank's
+// blocked or later call then returns an *endpoint.AbortError that names
+// the rank and wraps the error (see the top of coll.go). A job whose ranks
+// all wait for each other fails with an *endpoint.DeadlockError.
 //
 // # Thread levels
 //

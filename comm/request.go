@@ -3,6 +3,7 @@ package comm
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
@@ -33,6 +34,7 @@ func (q *Request[T]) finish() Status {
 		q.finished = true
 		q.release()
 		q.st = statusOf(q.r.Status(), q.size)
+		checkWhole(&q.st, q.size)
 		if q.unpack != nil && !errors.Is(q.st.Err, endpoint.ErrCancelled) {
 			if err := q.unpack(q.st.Bytes); err != nil && q.st.Err == nil {
 				q.st.Err = err
@@ -86,15 +88,31 @@ func (q *Request[T]) Test() (Status, bool) {
 	return q.finish(), true
 }
 
-// WaitContext waits until the request completes or ctx ends; it parks the
-// calling goroutine and must not be called from a fiber. When ctx ends
-// first it returns ctx.Err() and the request stays pending (Cancel a
-// receive to withdraw it).
+// WaitContext waits until the request completes or ctx ends, the way Wait
+// does (a fiber yields, a goroutine parks), so a fiber may call it: unlike
+// a select on ctx.Done(), it does not block the fiber's worker. When ctx
+// ends first it returns ctx.Err() and the request stays pending (Cancel a
+// receive to withdraw it). Call it from the caller that started the
+// request, as Wait.
 func (q *Request[T]) WaitContext(ctx context.Context) (Status, error) {
 	if q == nil {
 		return Status{}, endpoint.ErrNilRequest
 	}
-	if err := q.r.WaitContext(ctx); err != nil && !q.r.Test() {
+	if err := q.r.WaitForContext(q.w, ctx); err != nil && !q.r.Test() {
+		return Status{}, err
+	}
+	st := q.finish()
+	return st, st.Err
+}
+
+// WaitTimeout waits until the request completes or d passes, the way Wait
+// does (a fiber yields, a goroutine parks). When d passes first it returns
+// an error matching endpoint.ErrTimeout and the request stays pending.
+func (q *Request[T]) WaitTimeout(d time.Duration) (Status, error) {
+	if q == nil {
+		return Status{}, endpoint.ErrNilRequest
+	}
+	if err := q.r.WaitTimeout(q.w, d); err != nil && !q.r.Test() {
 		return Status{}, err
 	}
 	st := q.finish()
@@ -102,7 +120,10 @@ func (q *Request[T]) WaitContext(ctx context.Context) (Status, error) {
 }
 
 // Done returns a channel that is closed when the request completes, for use
-// in select. Requests that never call Done pay nothing for it.
+// in select by goroutines: a fiber that blocks on it (or on any channel)
+// blocks its worker and every fiber of it — use Wait, WaitContext or
+// WaitTimeout there (the stuck-fiber watchdog reports such a fiber).
+// Requests that never call Done pay nothing for it.
 func (q *Request[T]) Done() <-chan struct{} {
 	if q == nil {
 		return closedChan // a nil request is complete, as MPI_REQUEST_NULL

@@ -40,6 +40,9 @@ var (
 	// ErrGroup is returned for a group rank out of range or repeated, or a
 	// group that is not a subset of the communicator.
 	ErrGroup = errors.New("comm: bad group")
+	// ErrPartial is matched by a *PartialError: a message that is not a
+	// whole number of elements.
+	ErrPartial = errors.New("comm: message is not a whole number of elements")
 )
 
 // CountError reports a buffer whose length does not fit the counts.
@@ -198,21 +201,35 @@ func (s *sched) fail(err error) {
 	}
 }
 
+// mismatch records that the ranks disagree on the collective's sizes: an
+// erroneous program whose collectives can no longer line up, so it ends
+// the job (as MPI's default error handler would), and every other rank's
+// blocked or later call returns an *endpoint.AbortError wrapping err.
+func (s *sched) mismatch(err *MismatchError) {
+	if s.err == nil {
+		s.x.ep.Abort(err)
+	}
+	s.fail(err)
+}
+
 // complete checks the finished round's receives, runs its local work and
 // moves on (posting the next round, if any).
 func (s *sched) complete() {
 	r := &s.rounds[s.cur]
 	for i, q := range s.reqs {
 		st := q.Status()
-		if st.Err != nil {
+		var te *endpoint.TruncateError
+		switch {
+		case i < s.nrecv && errors.As(st.Err, &te):
+			s.mismatch(&MismatchError{Peer: r.recv[i].peer, Want: te.Have, Got: te.Got})
+		case st.Err != nil:
 			s.fail(st.Err)
-		} else if i < s.nrecv && st.Count != len(r.recv[i].buf) {
-			s.fail(&MismatchError{Peer: r.recv[i].peer, Want: len(r.recv[i].buf), Got: st.Count})
+		case i < s.nrecv && st.Count != len(r.recv[i].buf):
+			s.mismatch(&MismatchError{Peer: r.recv[i].peer, Want: len(r.recv[i].buf), Got: st.Count})
 		}
 	}
-	// The local work runs even after an error, so the schedule still sends
-	// everything the other ranks wait for: one rank's bad data does not
-	// leave the others blocked.
+	// The local work runs even after an error; the rounds after it end at
+	// once (the job has ended).
 	if r.then != nil {
 		r.then()
 	}
@@ -298,12 +315,16 @@ type collOp interface {
 	// caller's waiter on its area (shm) and says whether it may progress
 	// at once (ready).
 	prepare(reqs []*endpoint.Request) (out []*endpoint.Request, shm, ready bool)
+	// unprepare undoes prepare's arming once the caller has woken.
+	unprepare()
 	// endpoint returns the endpoint the collective's messages go through,
 	// nil if it has none now.
 	endpoint() *endpoint.Endpoint
 }
 
 func (s *sched) endpoint() *endpoint.Endpoint { return s.x.ep }
+
+func (s *sched) unprepare() {}
 
 // engine progresses the pending collectives of one caller's communicators
 // (a communicator and those derived from it share one). A round of a
@@ -380,6 +401,11 @@ func (e *engine) wait(w *fiber.Waiter, s collOp) {
 			// workers are what polls it).
 			if !e.progress() {
 				pause(w)
+			}
+		}
+		if shm {
+			for _, a := range e.active {
+				a.unprepare()
 			}
 		}
 		clear(e.reqs)

@@ -139,12 +139,13 @@ type shmCell struct {
 }
 
 // shmSlot is one rank's own state in an area, kept across its views of the
-// communicator. Only the rank's caller touches it, except w.
+// communicator. Only the rank's caller touches it, except mw.Event.
 type shmSlot struct {
-	// w is the waiter of the rank's caller: Store by the rank (when it
-	// changes) before it sets a sleep bit, Load by the waker that took the
-	// bit.
-	w       atomic.Pointer[fiber.Waiter]
+	// mw is how the rank sleeps: its caller arms mw.Event (Rearm) before
+	// it sets a sleep bit; the waker that took the bit signals it. The
+	// deadlock watchdog sees the caller blocked while it is armed
+	// (endpoint.MemWait).
+	mw      endpoint.MemWait
 	seq     uint64   // collectives this rank started on the area
 	scratch []uint64 // reduction scratch
 	_       cpu.CacheLinePad
@@ -159,8 +160,12 @@ type shmArea struct {
 	key   areaKey
 }
 
-func newArea(n int, key areaKey) *shmArea {
+func newArea(c endpoint.Comm, key areaKey) *shmArea {
+	n := len(c.Addrs)
 	a := &shmArea{n: n, slots: make([]shmSlot, n), key: key}
+	for i := range a.slots {
+		a.slots[i].mw.Comm, a.slots[i].mw.Me = c, i
+	}
 	for i := range a.cells {
 		a.cells[i].sleep = make([]padU64, (n+63)/64)
 		a.cells[i].pub = make([]shmPub, n)
@@ -176,9 +181,7 @@ func (a *shmArea) wake(cl *shmCell) {
 			continue
 		}
 		for b := m.Swap(0); b != 0; b &= b - 1 {
-			if w := a.slots[i<<6|bits.TrailingZeros64(b)].w.Load(); w != nil {
-				w.Wake()
-			}
+			a.slots[i<<6|bits.TrailingZeros64(b)].mw.Event.Signal()
 		}
 	}
 }
@@ -216,6 +219,7 @@ func lookupArea(p *endpoint.Process, c endpoint.Comm) *shmArea {
 		binary.LittleEndian.PutUint32(addrs[4*i:], uint32(a))
 	}
 	key := areaKey{proc: weak.Make(p), ctx: c.Context, addrs: string(addrs)}
+	hookHalt(p, key.proc)
 	for {
 		old, ok := shmAreas.Load(key)
 		if ok {
@@ -223,7 +227,7 @@ func lookupArea(p *endpoint.Process, c endpoint.Comm) *shmArea {
 				return a
 			}
 		}
-		a := newArea(len(c.Addrs), key)
+		a := newArea(c, key)
 		wa := weak.Make(a)
 		if ok && !shmAreas.CompareAndSwap(key, old, wa) {
 			continue
@@ -236,6 +240,34 @@ func lookupArea(p *endpoint.Process, c endpoint.Comm) *shmArea {
 		runtime.AddCleanup(a, dropArea, areaRef{key: key, wa: wa})
 		return a
 	}
+}
+
+// shmHooks records the processes whose halt wakes their areas' sleepers.
+var shmHooks sync.Map // weak.Pointer[endpoint.Process] → struct{}
+
+// hookHalt makes sure that when p's job ends (or p finalizes) every rank
+// sleeping in one of p's areas wakes, finds the job halted and returns its
+// error.
+func hookHalt(p *endpoint.Process, wp weak.Pointer[endpoint.Process]) {
+	if _, loaded := shmHooks.LoadOrStore(wp, struct{}{}); loaded {
+		return
+	}
+	p.AtHalt(func() { wakeAreas(wp) })
+	runtime.AddCleanup(p, func(wp weak.Pointer[endpoint.Process]) { shmHooks.Delete(wp) }, wp)
+}
+
+// wakeAreas wakes every sleeper of every area of a process.
+func wakeAreas(wp weak.Pointer[endpoint.Process]) {
+	shmAreas.Range(func(k, v any) bool {
+		if k.(areaKey).proc == wp {
+			if a := v.(weak.Pointer[shmArea]).Value(); a != nil {
+				for i := range a.cells {
+					a.wake(&a.cells[i])
+				}
+			}
+		}
+		return true
+	})
 }
 
 // release records that one rank freed the communicator; the last drops the
@@ -315,6 +347,8 @@ func (c *Comm[T]) area() *shmArea {
 // shmBase is the untyped part of one rank's collective on an area: where
 // it is in its protocol and what it waits for.
 type shmBase struct {
+	ep   *endpoint.Endpoint
+	proc *endpoint.Process
 	a    *shmArea
 	cl   *shmCell
 	slot *shmSlot
@@ -331,9 +365,10 @@ type shmBase struct {
 }
 
 // begin takes the rank's next collective number and its cell.
-func (x *shmBase) begin(a *shmArea, me int, w *fiber.Waiter) {
+func (x *shmBase) begin(ep *endpoint.Endpoint, a *shmArea, me int) {
 	s := &a.slots[me]
-	x.a, x.slot, x.w, x.me = a, s, w, me
+	x.ep, x.proc, x.w = ep, ep.Proc(), ep.Waiter()
+	x.a, x.slot, x.me = a, s, me
 	x.seq = s.seq
 	s.seq++
 	x.use = x.seq / shmCells
@@ -429,25 +464,58 @@ func (x *shmBase) sleep() {
 			runtime.Gosched()
 		}
 	}
+	ev := &x.slot.mw.Event
 	for !x.arm() {
-		x.w.Block()
+		ev.Wait(x.w)
+		if x.proc.Halted() != nil {
+			return // the next step ends the collective
+		}
 	}
 }
 
+// blocked is what step does when the protocol cannot go on: if the job has
+// ended (a rank failed or aborted, the process finalizes), the collective
+// ends with that error — nobody would ever wake it — and blocked reports
+// true (done).
+func (x *shmBase) blocked() bool {
+	if err := x.proc.Halted(); err != nil {
+		x.err = err
+		x.done = true
+		return true
+	}
+	return false
+}
+
+// abort ends the job because the ranks' arguments disagree (as a message
+// schedule's mismatch does): the other ranks' calls return an
+// *endpoint.AbortError wrapping err.
+func (x *shmBase) abort(err error) {
+	x.ep.Abort(err)
+}
+
 // arm registers the rank to be woken when its condition may hold, and
-// reports whether it holds already.
+// reports whether it holds already (then the rank is not armed). While
+// armed, the deadlock watchdog counts the rank's caller blocked.
 func (x *shmBase) arm() bool {
 	if x.wc.Load() >= x.wt {
 		return true
 	}
-	if x.slot.w.Load() != x.w {
-		x.slot.w.Store(x.w)
-	}
+	mw := &x.slot.mw
+	x.ep.NoteMemWait(mw)
+	mw.Seq.Store(x.seq)
+	mw.Event.Rearm(x.w)
 	x.cl.sleep[x.me>>6].v.Or(1 << (x.me & 63))
 	// The bit is set before this look: either the waker's Swap sees it, or
 	// this Load sees the waker's store.
-	return x.wc.Load() >= x.wt
+	if x.wc.Load() >= x.wt {
+		mw.Event.Disarm(x.w)
+		return true
+	}
+	return false
 }
+
+// disarm ends a wait armed by arm that the caller left another way.
+func (x *shmBase) disarm() { x.slot.mw.Event.Disarm(x.w) }
 
 // scratch returns the rank's scratch space of at least n bytes, 8-aligned.
 func (x *shmBase) scratch(n int) []uint64 {
@@ -508,11 +576,16 @@ func (c *Comm[T]) viaShm(name string, nb bool, check func() error, x *shmColl[T]
 	if err != nil {
 		return nil, true, err
 	}
+	if err := c.ep.Proc().Halted(); err != nil {
+		return nil, true, err
+	}
 	if err := check(); err != nil {
+		// The other ranks would wait for this one: end the job (coll.go).
+		c.ep.Abort(err)
 		return nil, true, err
 	}
 	w := c.ep.Waiter()
-	x.begin(a, c.rank, w)
+	x.begin(c.ep, a, c.rank)
 	x.size = c.size
 	eng := st.coll.eng
 	if !nb {

@@ -48,31 +48,34 @@ func (x *shmColl[T]) step() bool {
 	if x.done {
 		return true
 	}
+	var done bool
 	switch x.kind {
 	case kBarrier:
-		return x.barrier()
+		done = x.barrier()
 	case kBcast:
-		return x.bcast()
+		done = x.bcast()
 	case kReduce:
-		return x.reduce()
+		done = x.reduce()
 	case kAllreduce:
-		return x.allreduce()
+		done = x.allreduce()
 	case kGather:
-		return x.gather()
+		done = x.gather()
 	case kScatter:
-		return x.scatter()
+		done = x.scatter()
 	case kAllgather:
-		return x.allgather()
+		done = x.allgather()
 	case kAlltoall:
-		return x.alltoall()
+		done = x.alltoall()
 	case kAlltoallv:
-		return x.alltoallv()
+		done = x.alltoallv()
 	case kReduceScatter:
-		return x.reduceScatter()
+		done = x.reduceScatter()
 	case kScan:
-		return x.scan()
+		done = x.scan()
+	default:
+		panic("comm: unknown shared collective")
 	}
-	panic("comm: unknown shared collective")
+	return done || x.blocked()
 }
 
 // The collOp interface (sched.go).
@@ -91,15 +94,29 @@ func (x *shmColl[T]) block() {
 
 func (x *shmColl[T]) endpoint() *endpoint.Endpoint { return nil }
 
+func (x *shmColl[T]) unprepare() { x.disarm() }
+
 func (x *shmColl[T]) prepare(reqs []*endpoint.Request) ([]*endpoint.Request, bool, bool) {
 	return reqs, true, x.arm()
 }
 
-// fail records the first error of the collective.
+// fail records that the ranks disagree on the collective's sizes: the
+// rank gets a *MismatchError and the job ends (see coll.go).
 func (x *shmColl[T]) fail(peer, want, got int) {
 	if x.err == nil {
 		x.err = &MismatchError{Peer: peer, Want: want, Got: got}
+		x.abort(x.err)
 	}
+}
+
+// badMode is the error of a rank that learns from the cell that the
+// decider found a mismatch (and ended the job).
+func (x *shmColl[T]) badMode() error {
+	if err := x.proc.Halted(); err != nil {
+		return err
+	}
+	b := x.cl.bad
+	return &b
 }
 
 // src returns rank j's contribution (its send buffer or the inline copy).
@@ -222,6 +239,9 @@ func (x *shmColl[T]) decideReduce(root int) {
 		p := &cl.pub[j]
 		if p.n != nb {
 			cl.mode, cl.bad = shmBad, MismatchError{Peer: j, Want: nb, Got: p.n}
+			b := cl.bad
+			x.err = &b
+			x.abort(x.err)
 			return
 		}
 		if p.inline {
@@ -272,7 +292,9 @@ func (x *shmColl[T]) allreduce() bool {
 				x.exit()
 				return x.end()
 			case shmBad:
-				x.err = &MismatchError{Peer: cl.bad.Peer, Want: cl.bad.Want, Got: cl.bad.Got}
+				if x.err == nil {
+					x.err = x.badMode()
+				}
 				x.exit()
 				return x.end()
 			}
@@ -395,7 +417,9 @@ func (x *shmColl[T]) reduce() bool {
 				x.exit()
 				return x.end()
 			case shmBad:
-				x.err = &MismatchError{Peer: cl.bad.Peer, Want: cl.bad.Want, Got: cl.bad.Got}
+				if x.err == nil {
+					x.err = x.badMode()
+				}
 				x.exit()
 				return x.end()
 			}

@@ -702,43 +702,61 @@ func TestShmManyCommunicators(t *testing.T) {
 	})
 }
 
-// TestShmMismatch: ranks that disagree on sizes get a MismatchError (where
-// they can see it) and the communicator stays usable; nobody hangs.
+// TestShmMismatch: ranks that disagree on sizes end the job, as by
+// messages: a rank that sees the mismatch gets a *MismatchError, every
+// other's blocked or later call an *endpoint.AbortError wrapping it;
+// nobody hangs, whichever algorithm (inline, combined, in place) ran.
 func TestShmMismatch(t *testing.T) {
-	err := endpoint.Run(3, func(ep *endpoint.Endpoint) error {
-		c, err := World[int64](ep)
-		if err != nil {
-			return err
+	sum := Sum[int64]()
+	cases := []struct {
+		name string
+		call func(c *Comm[int64], n int) error
+	}{
+		{"Allreduce", func(c *Comm[int64], n int) error {
+			return c.Allreduce(make([]int64, n), make([]int64, n), sum)
+		}},
+		{"Reduce", func(c *Comm[int64], n int) error {
+			return c.Reduce(make([]int64, n), make([]int64, n), sum, 0)
+		}},
+		{"Bcast", func(c *Comm[int64], n int) error { return c.Bcast(make([]int64, n), 0) }},
+		{"Allgather", func(c *Comm[int64], n int) error {
+			return c.Allgather(make([]int64, n), make([]int64, 3*n))
+		}},
+		{"Gather", func(c *Comm[int64], n int) error {
+			return c.Gather(make([]int64, n), make([]int64, 3*n), 0)
+		}},
+		{"Scatter", func(c *Comm[int64], n int) error {
+			return c.Scatter(make([]int64, 3*n), make([]int64, n), 0)
+		}},
+		{"Alltoall", func(c *Comm[int64], n int) error {
+			return c.Alltoall(make([]int64, 3*n), make([]int64, 3*n))
+		}},
+		{"ReduceScatterBlock", func(c *Comm[int64], n int) error {
+			return c.ReduceScatterBlock(make([]int64, 3*n), make([]int64, n), sum)
+		}},
+		{"Scan", func(c *Comm[int64], n int) error { return c.Scan(make([]int64, n), make([]int64, n), sum) }},
+	}
+	for _, cs := range cases {
+		for _, base := range []int{2, 3000} {
+			t.Run(fmt.Sprintf("%s/n=%d", cs.name, base), func(t *testing.T) {
+				err := endpoint.Run(3, func(ep *endpoint.Endpoint) error {
+					c, err := World[int64](ep)
+					if err != nil {
+						return err
+					}
+					if err := cs.call(c, base+c.Rank()); err != nil && !errors.Is(err, ErrMismatch) {
+						return fmt.Errorf("%s: %v, want nil or a mismatch", cs.name, err)
+					}
+					if err := c.Barrier(); !errors.Is(err, endpoint.ErrAborted) || !errors.Is(err, ErrMismatch) {
+						return fmt.Errorf("Barrier after it: %v, want the job's end by a mismatch", err)
+					}
+					return nil
+				})
+				if !errors.Is(err, ErrMismatch) {
+					t.Fatalf("Run: %v, want ErrMismatch", err)
+				}
+			})
 		}
-		r := c.Rank()
-		for _, n := range []int{2, 3000} {
-			got := make([]int64, n+r)
-			err := c.Allreduce(make([]int64, n+r), got, Sum[int64]())
-			if !errors.Is(err, ErrMismatch) {
-				return fmt.Errorf("Allreduce of %d+rank: %v, want a mismatch", n, err)
-			}
-			err = c.Reduce(make([]int64, n+r), got, Sum[int64](), 0)
-			if r == 0 && !errors.Is(err, ErrMismatch) {
-				return fmt.Errorf("Reduce of %d+rank at the root: %v, want a mismatch", n, err)
-			}
-			var me *MismatchError
-			err = c.Bcast(make([]int64, n+r), 0)
-			if r > 0 && !errors.As(err, &me) {
-				return fmt.Errorf("Bcast of %d+rank: %v, want a mismatch", n, err)
-			}
-			err = c.Allgather(make([]int64, n+r), make([]int64, 3*(n+r)))
-			if !errors.Is(err, ErrMismatch) {
-				return fmt.Errorf("Allgather of %d+rank: %v, want a mismatch", n, err)
-			}
-		}
-		sum := []int64{0}
-		if err := c.Allreduce([]int64{int64(r)}, sum, Sum[int64]()); err != nil || sum[0] != 3 {
-			return fmt.Errorf("Allreduce after the mismatches: %v %v", sum, err)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 

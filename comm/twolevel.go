@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/fibermpi/fibermpi/endpoint"
-	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/rdma"
 	"github.com/fibermpi/fibermpi/trace"
 )
@@ -134,8 +133,8 @@ type twoLevel struct {
 }
 
 // addShm adds a phase through the caller's process area, numbered now.
-func addShm[T any](tl *twoLevel, t *topo, w *fiber.Waiter, size int, x *shmColl[T]) {
-	x.begin(t.node, t.local, w)
+func addShm[T any](tl *twoLevel, t *topo, ep *endpoint.Endpoint, size int, x *shmColl[T]) {
+	x.begin(ep, t.node, t.local)
 	x.size = size
 	tl.phases = append(tl.phases, func() collOp { return x })
 }
@@ -201,6 +200,12 @@ func (tl *twoLevel) endpoint() *endpoint.Endpoint {
 	return tl.cur.endpoint()
 }
 
+func (tl *twoLevel) unprepare() {
+	if tl.cur != nil {
+		tl.cur.unprepare()
+	}
+}
+
 func (tl *twoLevel) prepare(reqs []*endpoint.Request) ([]*endpoint.Request, bool, bool) {
 	if tl.cur == nil {
 		return reqs, false, !tl.done
@@ -221,7 +226,11 @@ func (c *Comm[T]) viaTwoLevel(name string, nb bool, check func() error, plan fun
 	if err != nil {
 		return nil, true, err
 	}
+	if err := c.ep.Proc().Halted(); err != nil {
+		return nil, true, err
+	}
 	if err := check(); err != nil {
+		c.ep.Abort(err) // see coll.go
 		return nil, true, err
 	}
 	tl := new(twoLevel)
@@ -256,16 +265,15 @@ func (c *Comm[T]) viaTwoLevel(name string, nb bool, check func() error, plan fun
 // keeps the leaders' sequence.
 
 func (c *Comm[T]) planBarrier(t *topo, tl *twoLevel) bool {
-	w := c.ep.Waiter()
 	if t.node != nil {
-		addShm(tl, t, w, c.size, &shmColl[T]{kind: kGather, root: 0})
+		addShm(tl, t, c.ep, c.size, &shmColl[T]{kind: kGather, root: 0})
 	}
 	tag := t.lead.next()
 	if t.leader() {
 		tl.addMsg(&t.lead, tag, buildBarrier)
 	}
 	if t.node != nil {
-		addShm(tl, t, w, c.size, &shmColl[T]{kind: kBcast, root: 0})
+		addShm(tl, t, c.ep, c.size, &shmColl[T]{kind: kBcast, root: 0})
 	}
 	return true
 }
@@ -275,13 +283,12 @@ func (c *Comm[T]) planAllreduce(send, recv []T, op Op[T]) func(t *topo, tl *twoL
 		if !op.commutative && !t.contiguous {
 			return false
 		}
-		w := c.ep.Waiter()
 		if t.node != nil {
 			var acc []T
 			if t.leader() {
 				acc = recv
 			}
-			addShm(tl, t, w, c.size, &shmColl[T]{kind: kReduce, send: send, recv: acc, op: op, root: 0})
+			addShm(tl, t, c.ep, c.size, &shmColl[T]{kind: kReduce, send: send, recv: acc, op: op, root: 0})
 		} else if !sameSlice(send, recv) {
 			tl.addLocal(func() { copy(recv, send) })
 		}
@@ -290,7 +297,7 @@ func (c *Comm[T]) planAllreduce(send, recv []T, op Op[T]) func(t *topo, tl *twoL
 			tl.addMsg(&t.lead, tag, func(s *sched) { buildAllreduce(s, recv, recv, op) })
 		}
 		if t.node != nil {
-			addShm(tl, t, w, c.size, &shmColl[T]{kind: kBcast, send: recv, recv: recv, root: 0})
+			addShm(tl, t, c.ep, c.size, &shmColl[T]{kind: kBcast, send: recv, recv: recv, root: 0})
 		}
 		return true
 	}
@@ -319,9 +326,8 @@ func (c *Comm[T]) planReduce(send, recv []T, op Op[T], root int) func(t *topo, t
 		default:
 			acc = make([]T, len(send))
 		}
-		w := c.ep.Waiter()
 		if t.node != nil {
-			addShm(tl, t, w, c.size, &shmColl[T]{kind: kReduce, send: send, recv: acc, op: op, root: repLocal})
+			addShm(tl, t, c.ep, c.size, &shmColl[T]{kind: kReduce, send: send, recv: acc, op: op, root: repLocal})
 		} else if c.rank == root && !sameSlice(send, recv) {
 			tl.addLocal(func() { copy(recv, send) })
 		}
@@ -343,16 +349,15 @@ func (c *Comm[T]) planReduce(send, recv []T, op Op[T], root int) func(t *topo, t
 func (c *Comm[T]) planBcast(buf []T, root int) func(t *topo, tl *twoLevel) bool {
 	return func(t *topo, tl *twoLevel) bool {
 		rg, ri := t.groupOf(root)
-		w := c.ep.Waiter()
 		if t.mine == rg && t.node != nil {
-			addShm(tl, t, w, c.size, &shmColl[T]{kind: kBcast, send: buf, recv: buf, root: ri})
+			addShm(tl, t, c.ep, c.size, &shmColl[T]{kind: kBcast, send: buf, recv: buf, root: ri})
 		}
 		tag := t.lead.next()
 		if t.leader() {
 			tl.addMsg(&t.lead, tag, func(s *sched) { buildBcast(s, buf, rg) })
 		}
 		if t.mine != rg && t.node != nil {
-			addShm(tl, t, w, c.size, &shmColl[T]{kind: kBcast, send: buf, recv: buf, root: 0})
+			addShm(tl, t, c.ep, c.size, &shmColl[T]{kind: kBcast, send: buf, recv: buf, root: 0})
 		}
 		return true
 	}

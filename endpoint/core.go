@@ -60,6 +60,7 @@ func newCore(p *Process, addr rdma.Addr, level ThreadLevel, mcfg match.Config) (
 	if err := p.tr.Bind(addr, c, p.pool); err != nil {
 		return nil, err
 	}
+	p.job.addCore(c) // for the sweep (job.go)
 	return c, nil
 }
 
@@ -227,6 +228,9 @@ func (c *core) onRTR(w int, pk *packet.Packet) {
 	s := c.take(sendID)
 	if s == nil {
 		c.p.pool.Put(w, pk)
+		if c.p.job.halted.Load() {
+			return // the send was ended by the job's end (job.go)
+		}
 		panic(fmt.Sprintf("endpoint: RTR for unknown send %d", sendID))
 	}
 	region, err := rdma.ParseRegion(pk.Data())
@@ -266,6 +270,9 @@ func (c *core) onDone(w int, pk *packet.Packet) {
 	}
 	c.p.pool.Put(w, pk)
 	if r == nil {
+		if c.p.job.halted.Load() {
+			return // the receive was ended by the job's end (job.go)
+		}
 		panic(fmt.Sprintf("endpoint: Done for unknown receive %d", id))
 	}
 	if offered {

@@ -24,7 +24,9 @@
 // inside a ThreadSingle or ThreadSerialized endpoint at once.
 //
 // Run does it all for the common case: Init, CreateEndpoints(k), a fiber per
-// endpoint registered with it, and Finalize when all return.
+// endpoint registered with it, and Finalize when all return (RunGoroutines
+// the same with goroutines, RunContext and RunGoroutinesContext with a
+// context that can end the job).
 //
 // # Protocols (seed 001 §2.2)
 //
@@ -68,13 +70,42 @@
 //
 // # Blocking
 //
-// Send, Ssend, Recv, Probe, Endpoint.Wait, Request.WaitFor, WaitAll,
-// WaitAny and WaitSome block: a fiber yields, a goroutine parks.
-// Request.WaitContext and Request.Done are for goroutines (select blocks a
-// fiber's worker). Isend, Irecv, Iprobe, Test and Cancel never block, except
-// that a send (or the withdrawal Cancel sends for an offered receive)
-// finding the packet pool exhausted waits for a packet (yielding or letting
-// other goroutines run) rather than drop or allocate without bound.
+// Send, Ssend, Recv, Probe, Endpoint.Wait, Request.WaitFor, WaitTimeout,
+// WaitForContext, WaitContext, WaitAll, WaitAny and WaitSome block: a fiber
+// yields, a goroutine parks. Request.Done is for goroutines (a select on
+// it blocks a fiber's worker).
+// Isend, Irecv, Iprobe, Test and Cancel never block, except that a send (or
+// the withdrawal Cancel sends for an offered receive) finding the packet
+// pool exhausted waits for a packet (yielding or letting other goroutines
+// run) rather than drop or allocate without bound.
+//
+// A fiber must not block in ordinary Go (a channel, select, a mutex,
+// time.Sleep, a blocking system call): that stops its worker and every
+// fiber on it. fiber.Sleep and the waits above yield instead; ranks that
+// need ordinary Go run as goroutines (RunGoroutines). A fiber that keeps
+// its worker that way for Options.Watch.Stuck is reported once, with its
+// rank, its stack and the fix (a *StuckReport).
+//
+// # Failures end the job
+//
+// As with errgroup and MPI_Abort, the first failure ends the job: a rank of
+// Run that returns an error or panics (in fibers and goroutines alike),
+// Endpoint.Abort, Process.Abort (a failure found outside the ranks, such
+// as another process lost), the context of RunContext, or a deadlock. From
+// then on every blocked call of every rank of the process returns an
+// *AbortError (errors.Is(err, ErrAborted)) that names the rank and wraps
+// the failure, and so does every later call; Run returns the failure
+// itself, first. Finalize ends the calls the same way, with ErrFinalized.
+//
+// A deadlock — every registered caller blocked in a fibermpi call, with
+// nothing in flight, for Options.Watch.Deadlock (1.5 s by default) — fails
+// the job with a *DeadlockError that lists, for each blocked rank, the
+// call, the receives or sends it waits for (communicator, peer, tag), the
+// unmatched messages queued at it, the ranks that have returned, and the
+// wait-for cycle if there is one. Watching costs the message path nothing:
+// the watchdog marks the events the callers wait on (fiber.Event.Mark) and
+// looks again later. Between processes each process can report its part
+// (Process.Deadlocked); see deadlock.go for the limits.
 //
 // # Errors
 //
@@ -82,7 +113,8 @@
 // ErrTruncate, ErrNotRegistered, ErrFinalized, ErrThreadLevel, ErrNilRequest,
 // ErrRequestActive, ErrEndpoints, ErrOptions), checked before anything is
 // sent, so nothing in flight is lost or delivered twice and the endpoint
-// stays usable.
+// stays usable. The end of the job gives ErrAborted (an *AbortError),
+// ErrDeadlock (a *DeadlockError) and ErrTimeout (WaitTimeout).
 //
 // # Tracing
 //

@@ -81,6 +81,8 @@ type Endpoint struct {
 	peer     *core
 	peerAddr rdma.Addr
 
+	// rec is the registration as the watchdogs see it (job.go).
+	rec *caller
 	// tracing is set while a traced call runs the untraced one
 	// (trace.go).
 	tracing bool
@@ -111,7 +113,9 @@ func (e *Endpoint) Waiter() *fiber.Waiter { return e.waiter }
 // Register returns a handle on the same endpoint bound to the caller w: a
 // fiber's waiter (f.Waiter()) or a goroutine's (fiber.NewGoroutineWaiter()).
 // At ThreadSingle and ThreadFunneled only one handle may be registered at a
-// time (ErrThreadLevel otherwise).
+// time (ErrThreadLevel otherwise). After Finalize it fails with
+// ErrFinalized; after the job has failed it still succeeds, and the
+// handle's calls return the job's *AbortError.
 func (e *Endpoint) Register(w *fiber.Waiter) (*Endpoint, error) {
 	if w == nil {
 		return nil, fmt.Errorf("%w: nil waiter", ErrNotRegistered)
@@ -120,11 +124,12 @@ func (e *Endpoint) Register(w *fiber.Waiter) (*Endpoint, error) {
 		return nil, ErrFinalized
 	}
 	e.c.regMu.Lock()
-	defer e.c.regMu.Unlock()
 	if e.c.level <= ThreadFunneled && e.c.handles > 0 {
+		e.c.regMu.Unlock()
 		return nil, fmt.Errorf("%w: %v endpoint %d already has a registered caller", ErrThreadLevel, e.c.level, e.c.addr)
 	}
 	e.c.handles++
+	e.c.regMu.Unlock()
 	h := *e
 	h.waiter, h.active, h.worker = w, true, packet.NoWorker
 	h.scratch = new(Request)
@@ -134,6 +139,8 @@ func (e *Endpoint) Register(w *fiber.Waiter) (*Endpoint, error) {
 	if invariants.Enabled {
 		h.gid = goid()
 	}
+	h.rec = h.c.p.addCaller(&h)
+	h.scratch.owner = h.rec
 	if e.c.tr != nil {
 		e.c.tr.Label(int(e.rank))
 	}
@@ -147,6 +154,8 @@ func (e *Endpoint) Unregister() error {
 		return ErrNotRegistered
 	}
 	e.active = false
+	e.c.p.dropCaller(e.rec)
+	e.rec = nil
 	e.c.regMu.Lock()
 	e.c.handles--
 	e.c.regMu.Unlock()
@@ -160,8 +169,8 @@ func (e *Endpoint) enter() error {
 	if !e.active {
 		return ErrNotRegistered
 	}
-	if e.c.p.finalized.Load() {
-		return ErrFinalized
+	if e.c.p.job.halted.Load() { // finalized, or the job failed (job.go)
+		return e.c.p.haltErr()
 	}
 	if invariants.Enabled {
 		if g := goid(); g != e.gid {
@@ -251,6 +260,7 @@ func (e *Endpoint) isendInto(r *Request, c Comm, me, dst, tag int, data []byte, 
 	if err := r.recycle(reqSend, e.c); err != nil {
 		return nil, err
 	}
+	r.owner = e.rec
 	if err := e.rendezvous(c, me, dst, tag, data, r); err != nil {
 		r.fail(err)
 		return nil, err
@@ -362,7 +372,7 @@ func (e *Endpoint) Irecv(c Comm, src, tag int, buf []byte) (*Request, error) {
 		return nil, err
 	}
 	defer e.leave()
-	r := &Request{kind: reqRecv, ep: e.c}
+	r := &Request{kind: reqRecv, ep: e.c, owner: e.rec}
 	if err := e.post(c, src, tag, buf, r); err != nil {
 		return nil, err
 	}
@@ -384,6 +394,7 @@ func (e *Endpoint) IrecvInto(r *Request, c Comm, src, tag int, buf []byte) error
 	if err := r.recycle(reqRecv, e.c); err != nil {
 		return err
 	}
+	r.owner = e.rec
 	if err := e.post(c, src, tag, buf, r); err != nil {
 		r.fail(err)
 		return err
@@ -414,6 +425,9 @@ func (e *Endpoint) post(c Comm, src, tag int, buf []byte, r *Request) error {
 
 // recvKey validates a receive's source and tag and builds its key.
 func recvKey(c Comm, src, tag int) (match.Key, error) {
+	if len(c.Addrs) == 0 { // no rank could send it (a freed communicator's view)
+		return match.Key{}, fmt.Errorf("%w: receive on a communicator of no ranks", ErrRank)
+	}
 	if src != AnySource && (src < 0 || src >= len(c.Addrs)) {
 		return match.Key{}, fmt.Errorf("%w: source %d, communicator size %d", ErrRank, src, len(c.Addrs))
 	}
@@ -448,10 +462,16 @@ func (e *Endpoint) Iprobe(c Comm, src, tag int) (Status, bool, error) {
 // Probe waits until Iprobe would report a message and returns its status.
 // A fiber yields between looks, a goroutine lets others run.
 func (e *Endpoint) Probe(c Comm, src, tag int) (Status, error) {
-	for {
+	for first := true; ; first = false {
 		st, ok, err := e.Iprobe(c, src, tag)
 		if err != nil || ok {
+			if !first && e.rec != nil {
+				e.rec.probing.Store(nil)
+			}
 			return st, err
+		}
+		if first && e.rec != nil { // for the deadlock watchdog (deadlock.go)
+			e.rec.probing.Store(&probeWait{c: c, src: src, tag: tag})
 		}
 		e.c.p.progress(e.worker)
 		e.c.p.pause(e.waiter)
@@ -500,6 +520,7 @@ func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool
 	r := e.scratch
 	r.reset(reqSend, e.c, e.waiter)
 	if err := e.rendezvous(c, me, dst, tag, data, r); err != nil {
+		r.ev.Reset() // not armed while the caller goes on (deadlock.go)
 		return err
 	}
 	return r.WaitFor(e.waiter)
@@ -519,6 +540,7 @@ func (e *Endpoint) Recv(c Comm, src, tag int, buf []byte) (Status, error) {
 	r := e.scratch
 	r.reset(reqRecv, e.c, e.waiter)
 	if err := e.post(c, src, tag, buf, r); err != nil {
+		r.ev.Reset() // not armed while the caller goes on (deadlock.go)
 		return Status{}, err
 	}
 	// r.WaitFor(e.waiter), written out: Event.Wait inlines, so a fiber

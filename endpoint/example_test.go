@@ -1,7 +1,9 @@
 package endpoint_test
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
@@ -65,4 +67,64 @@ func ExampleProcess_CreateEndpoints() {
 	// Output:
 	// goroutine rank 1 got "hello"
 	// <nil> <nil>
+}
+
+// The first rank to fail ends the job, and it does so the same way whether
+// the ranks are fibers (Run, RunWith) or goroutines (RunGoroutines): the
+// ranks waiting for it get an *AbortError that names it, so they return
+// at once, and Run returns its failure first — its error, or its panic as
+// a *PanicError (with the stack).
+func ExampleRunGoroutines_errors() {
+	runs := []struct {
+		name string
+		run  func(endpoint.ThreadLevel, endpoint.Options, int, func(*endpoint.Endpoint) error) error
+	}{{"RunWith", endpoint.RunWith}, {"RunGoroutines", endpoint.RunGoroutines}}
+	for _, r := range runs {
+		for _, how := range []string{"error", "panic"} {
+			var waiting error
+			err := r.run(endpoint.ThreadSingle, endpoint.Options{}, 3, func(ep *endpoint.Endpoint) error {
+				switch ep.Rank() {
+				case 1:
+					if how == "panic" {
+						panic("index out of range")
+					}
+					return errors.New("bad input")
+				case 2: // waits for a message rank 1 never sends
+					_, waiting = ep.Recv(ep.World(), 1, 0, nil)
+					return waiting
+				}
+				return nil
+			})
+			var ae *endpoint.AbortError
+			errors.As(waiting, &ae)
+			fmt.Printf("%s, %s: %v (rank 2's Recv: aborted by rank %d)\n", r.name, how, err, ae.Rank)
+		}
+	}
+	// Output:
+	// RunWith, error: rank 1: bad input (rank 2's Recv: aborted by rank 1)
+	// RunWith, panic: rank 1 panicked: index out of range (rank 2's Recv: aborted by rank 1)
+	// RunGoroutines, error: rank 1: bad input (rank 2's Recv: aborted by rank 1)
+	// RunGoroutines, panic: rank 1 panicked: index out of range (rank 2's Recv: aborted by rank 1)
+}
+
+// Two ranks that both receive first wait forever in MPI. Here the job
+// fails with a *DeadlockError (after Options.Watch.Deadlock, 1.5 s by
+// default) that says who waits for whom.
+func ExampleRun_deadlock() {
+	opts := endpoint.Options{Watch: endpoint.Watch{Deadlock: 100 * time.Millisecond}}
+	err := endpoint.RunWith(endpoint.ThreadSingle, opts, 2, func(ep *endpoint.Endpoint) error {
+		_, err := ep.Recv(ep.World(), 1-ep.Rank(), 0, make([]byte, 8))
+		return err // an *AbortError wrapping the deadlock
+	})
+	var d *endpoint.DeadlockError
+	if errors.As(err, &d) {
+		for _, w := range d.Waiting {
+			fmt.Printf("rank %d in %s: %v\n", w.Rank, w.Call, w.Ops[0])
+		}
+		fmt.Println("cycle:", d.Cycle)
+	}
+	// Output:
+	// rank 0 in Recv: receive from rank 1, tag 0, on the world (8 bytes)
+	// rank 1 in Recv: receive from rank 0, tag 0, on the world (8 bytes)
+	// cycle: [0 1 0]
 }

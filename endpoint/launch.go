@@ -3,6 +3,7 @@ package endpoint
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 
 	"github.com/fibermpi/fibermpi/bootstrap"
@@ -10,6 +11,20 @@ import (
 	"github.com/fibermpi/fibermpi/rdma/inproc"
 	"github.com/fibermpi/fibermpi/rdma/route"
 	"github.com/fibermpi/fibermpi/rdma/shm"
+	"github.com/fibermpi/fibermpi/rdma/tcp"
+)
+
+// Environment variables read by connect.
+const (
+	// EnvTransport = "tcp" makes every pair of processes use TCP, those
+	// of one node too (Options.ForceTCP), for tests and comparisons.
+	EnvTransport = "FIBERMPI_TRANSPORT"
+	// EnvTCPListen is the host:port the TCP transport listens on (its
+	// address on the network between the nodes, e.g. "10.0.0.1:0"); the
+	// default is loopback when every process runs on this node, else
+	// every interface, published with this host's first non-loopback
+	// address.
+	EnvTCPListen = "FIBERMPI_TCP_LISTEN"
 )
 
 // Bootstrap is how a process learns the job it belongs to and exchanges
@@ -32,8 +47,9 @@ func DetectBootstrap() (Bootstrap, error) { return bootstrap.Detect() }
 // of one process; for several, a router (rdma/route) over the in-process
 // backend for this process's endpoints and, for every other process, the
 // backend that reaches it: shared memory (rdma/shm) for the processes of
-// this node, which the bootstrap's host identities tell apart. A process
-// on another node is an error until a transport between nodes exists.
+// this node, which the bootstrap's host identities tell apart, and TCP
+// (rdma/tcp) for the processes of other nodes — or for every other
+// process with Options.ForceTCP or FIBERMPI_TRANSPORT=tcp.
 func (p *Process) connect() (rdma.Transport, error) {
 	local := inproc.New()
 	if p.procs == 1 {
@@ -51,14 +67,22 @@ func (p *Process) connect() (rdma.Transport, error) {
 		if err != nil {
 			return nil, err
 		}
-		var same, elsewhere []int
+		forceTCP := p.opts.ForceTCP || os.Getenv(EnvTransport) == "tcp"
+		// Every process decides alike whether anyone needs TCP (the
+		// hosts are the same list everywhere), since tcp.New is
+		// collective.
+		oneNode := true
+		for _, h := range hosts {
+			oneNode = oneNode && h == hosts[0]
+		}
+		var same, viaTCP []int
 		for q, h := range hosts {
 			switch {
 			case q == p.rank:
-			case h == hosts[p.rank]:
+			case h == hosts[p.rank] && !forceTCP:
 				same = append(same, q)
 			default:
-				elsewhere = append(elsewhere, q)
+				viaTCP = append(viaTCP, q)
 			}
 		}
 		// Every process takes part in shm.New's fences, with or without
@@ -67,13 +91,28 @@ func (p *Process) connect() (rdma.Transport, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: shared memory: %w", ErrJob, err)
 		}
-		if len(elsewhere) > 0 {
-			_ = tr.Close()
-			return nil, fmt.Errorf("%w: processes %v run on other nodes than process %d (%s); no transport between nodes is built yet",
-				ErrJob, elsewhere, p.rank, hosts[p.rank])
-		}
 		for _, q := range same {
 			byProc[q] = tr
+		}
+		if forceTCP || !oneNode {
+			listen := os.Getenv(EnvTCPListen)
+			if listen == "" && !oneNode {
+				listen = "0.0.0.0:0"
+			}
+			tt, err := tcp.New(tcp.Config{Exchange: p.boot, Layout: p.layout, Peers: viaTCP, PayloadSize: p.opts.PayloadSize, Listen: listen})
+			if err != nil {
+				_ = tr.Close()
+				return nil, fmt.Errorf("%w: tcp: %w", ErrJob, err)
+			}
+			for _, q := range viaTCP {
+				byProc[q] = tt
+			}
+			if len(viaTCP) == 0 {
+				_ = tt.Close()
+			}
+		}
+		if len(same) == 0 && len(viaTCP) > 0 {
+			_ = tr.Close()
 		}
 	}
 	r, err := route.New(p.rank, p.layout, local, byProc)
@@ -156,12 +195,7 @@ func (p *Process) watch() {
 	defer close(p.watched)
 	select {
 	case err := <-p.boot.Failed():
-		p.failed(err)
+		p.Abort(err) // every blocked and later call here returns it (job.go)
 	case <-p.unwatch:
 	}
-}
-
-// failed records the error that ends the job.
-func (p *Process) failed(err error) {
-	p.failure.CompareAndSwap(nil, &err)
 }

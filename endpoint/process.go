@@ -1,6 +1,7 @@
 package endpoint
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -137,6 +138,14 @@ type Options struct {
 	// the processes of this node). Tests use it to join several Processes
 	// of one OS process.
 	Remote rdma.Transport
+	// Watch configures the deadlock and stuck-fiber watchdogs (on by
+	// default; see Watch).
+	Watch Watch
+	// ForceTCP, in a job of several processes, makes TCP (rdma/tcp) carry
+	// the traffic between every pair of processes, also of one node,
+	// instead of shared memory there; every process of the job must set
+	// it alike. FIBERMPI_TRANSPORT=tcp in the environment does the same.
+	ForceTCP bool
 	// Trace, if not empty, turns on the trace recorder (package trace)
 	// and names the file Finalize writes it to; in a job of several
 	// processes each writes its part to Trace.<process rank>, which
@@ -181,9 +190,12 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: Transport is for a job of one process; it cannot be combined with Bootstrap or Remote", ErrOptions)
 	}
 	if err := d.Fiber.Validate(); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrOptions, err)
 	}
-	return d.Match.Validate()
+	if err := d.Match.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrOptions, err)
+	}
+	return nil
 }
 
 // String prints the effective options.
@@ -193,8 +205,8 @@ func (o Options) String() string {
 	if d.Transport != nil {
 		tr = d.Transport.Name()
 	}
-	return fmt.Sprintf("endpoint.Options{transport=%s progress=%v eager<=%dB payload=%dB maxEndpoints=%d %v %v}",
-		tr, d.Progress, d.EagerLimit, d.PayloadSize, d.MaxEndpoints, d.Fiber, d.Match)
+	return fmt.Sprintf("endpoint.Options{transport=%s progress=%v eager<=%dB payload=%dB maxEndpoints=%d %v %v %v}",
+		tr, d.Progress, d.EagerLimit, d.PayloadSize, d.MaxEndpoints, d.Fiber, d.Match, d.Watch)
 }
 
 // A Process is this OS process's part of the job: its endpoints, its fiber
@@ -236,8 +248,6 @@ type Process struct {
 	rec       *trace.Recorder
 	traceFile string
 
-	// failure is the error that ended the job, set once (watch).
-	failure atomic.Pointer[error]
 	// unwatch stops watch at Finalize; watched is closed when it returns.
 	unwatch, watched chan struct{}
 
@@ -245,6 +255,10 @@ type Process struct {
 	// stop is set, then closes done.
 	serverStop atomic.Bool
 	serverDone chan struct{}
+
+	// job is the job's fate as seen here: ended, why, who is registered
+	// (job.go, deadlock.go).
+	job job
 }
 
 // Comm is a communicator as the endpoint layer sees it: a context id and
@@ -373,6 +387,10 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 	if opts.Progress == ProgressServer {
 		p.serverDone = make(chan struct{})
 		go p.serve()
+	}
+	if err := p.startWatchdogs(); err != nil {
+		p.Finalize()
+		return nil, err
 	}
 	return p, nil
 }
@@ -593,17 +611,24 @@ func (p *Process) CreateEndpoints(k int) ([]*Endpoint, error) {
 	return eps, nil
 }
 
-// Finalize ends the process's part of the job: fibers still blocked are
-// cancelled, the workers stop, and every later call fails with ErrFinalized.
-// Call it after the ranks are done (Run does). It returns fibers' panics.
+// Finalize ends the process's part of the job: every call still blocked
+// (a fiber's or a goroutine's) returns ErrFinalized, or the job's
+// *AbortError if it had failed; fibers that then block again outside
+// fibermpi are cancelled (unwound); the workers stop; and every later call
+// fails the same way. Call it after the ranks are done (Run does). It
+// returns fibers' panics.
 func (p *Process) Finalize() error {
 	if !p.finalized.CompareAndSwap(false, true) {
 		return ErrFinalized
 	}
+	p.endCalls() // blocked callers return ErrFinalized (job.go)
 	var berr error
-	if p.boot != nil && p.failure.Load() == nil {
+	if p.boot != nil && p.job.end.Load() == nil {
 		// No process may close its transport while another may still
-		// send to it: wait for all of them (or the job's failure).
+		// send to it: wait for all of them (or the job's failure). A job
+		// that failed here (job.go) does not wait: the others may be
+		// waiting for its ranks; they learn of the failure when this
+		// process exits.
 		if err := p.boot.Barrier(); err != nil {
 			berr = fmt.Errorf("endpoint: Finalize: %w", err)
 		}
@@ -628,40 +653,69 @@ func (p *Process) Finalize() error {
 }
 
 // Run is the common case in one call: Init, CreateEndpoints(k), and one fiber
-// per endpoint, registered with it, running fn; it waits for every rank,
-// finalizes, and returns the ranks' errors and panics joined (each error
-// names its rank).
+// per endpoint, registered with it, running fn; it waits for every rank and
+// finalizes.
+//
+// The job ends at the first failure, as with errgroup and MPI_Abort: a
+// rank that returns an error or panics, or calls Endpoint.Abort, ends it,
+// and every other rank's blocked or later call returns an *AbortError that
+// names the rank and wraps its failure (errors.Is(err, ErrAborted)), so
+// every rank returns promptly. A job whose ranks all wait in fibermpi calls
+// with nothing in flight fails with a *DeadlockError saying who waits for
+// whom (Options.Watch). Run returns the first failure first — a
+// *RankError, a *PanicError (with the stack) or a *DeadlockError — joined
+// with any other rank's error that was not a consequence of it; RunGoroutines
+// does exactly the same.
+//
+// Workers: the default options give GOMAXPROCS−1 fiber workers (at least
+// one), each a goroutine locked to its OS thread; ranks are spread over
+// them round-robin and never move. A fiber runs until it blocks in a
+// fibermpi call, which yields to the worker's other fibers. So a fiber rank
+// must not block in ordinary Go — a channel, select, sync.Mutex, sync.WaitGroup,
+// time.Sleep, a blocking system call — which stops every fiber of its
+// worker (at GOMAXPROCS=2 there is one worker: every rank stops). Use
+// fiber.Sleep, Request.WaitTimeout and WaitContext, which yield, or run
+// ranks that need ordinary Go as goroutines (RunGoroutines). A fiber stuck
+// that way for Options.Watch.Stuck is reported once, with its rank and stack.
 func Run(k int, fn func(*Endpoint) error) error {
 	return RunWith(ThreadSingle, Options{}, k, fn)
 }
 
 // RunWith is Run with a thread level and options.
 func RunWith(level ThreadLevel, opts Options, k int, fn func(*Endpoint) error) error {
-	return run(level, opts, k, fn, func(p *Process, rank func(*fiber.Waiter)) error {
-		if err := p.sched.Spawn(func(f *fiber.Fiber) { rank(f.Waiter()) }); err != nil {
-			return err
-		}
-		return nil
-	}, func(p *Process) error { return p.sched.Wait() })
+	return RunContext(context.Background(), level, opts, k, fn)
+}
+
+// RunContext is RunWith that also ends the job when ctx is done: every
+// blocked or later call then returns an *AbortError wrapping ctx's cause
+// (errors.Is(err, context.Canceled) or context.DeadlineExceeded), and so
+// does RunContext, once every rank has returned.
+func RunContext(ctx context.Context, level ThreadLevel, opts Options, k int, fn func(*Endpoint) error) error {
+	return run(ctx, level, opts, k, fn, false)
 }
 
 // RunGoroutines is RunWith with each rank on a plain goroutine instead of a
-// fiber: blocking calls park the goroutine the Go way. Use ThreadMultiple
-// if a rank's goroutine starts more goroutines that call through the same
-// endpoint (each registering its own handle).
+// fiber: blocking calls park the goroutine the Go way, and a rank may use
+// channels, mutexes and time.Sleep freely. Errors, panics, aborts and
+// deadlocks end the job exactly as in Run. Use ThreadMultiple if a rank's
+// goroutine starts more goroutines that call through the same endpoint
+// (each registering its own handle).
 func RunGoroutines(level ThreadLevel, opts Options, k int, fn func(*Endpoint) error) error {
-	var wg sync.WaitGroup
-	return run(level, opts, k, fn, func(_ *Process, rank func(*fiber.Waiter)) error {
-		wg.Go(func() { rank(fiber.NewGoroutineWaiter()) })
-		return nil
-	}, func(*Process) error { wg.Wait(); return nil })
+	return RunGoroutinesContext(context.Background(), level, opts, k, fn)
 }
 
-// run is Run's body: Init, k endpoints, start each rank (registered with
-// its endpoint through the waiter start gives it), wait, Finalize; the ranks'
-// errors are joined, each naming its rank.
-func run(level ThreadLevel, opts Options, k int, fn func(*Endpoint) error,
-	start func(p *Process, rank func(*fiber.Waiter)) error, wait func(*Process) error) error {
+// RunGoroutinesContext is RunGoroutines that also ends the job when ctx is
+// done, as RunContext does.
+func RunGoroutinesContext(ctx context.Context, level ThreadLevel, opts Options, k int, fn func(*Endpoint) error) error {
+	return run(ctx, level, opts, k, fn, true)
+}
+
+// run is the body of the Run family: Init, k endpoints, start each rank
+// (on a fiber, or a goroutine), wait, Finalize.
+func run(ctx context.Context, level ThreadLevel, opts Options, k int, fn func(*Endpoint) error, goroutines bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	p, err := Init(level, opts)
 	if err != nil {
 		return err
@@ -670,23 +724,34 @@ func run(level ThreadLevel, opts Options, k int, fn func(*Endpoint) error,
 	if err != nil {
 		return errors.Join(err, p.Finalize())
 	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(fired)
+		p.fail(-1, context.Cause(ctx))
+	})
+	p.job.pending.Store(int32(k))
 	errs := make([]error, k)
+	var wg sync.WaitGroup
 	for i, ep := range eps {
-		err := start(p, func(w *fiber.Waiter) {
-			h, err := ep.Register(w)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer h.Unregister()
-			if err := fn(h); err != nil {
-				errs[i] = fmt.Errorf("rank %d: %w", i, err)
-			}
-		})
-		if err != nil {
-			errs[i] = err
+		rank := func(w *fiber.Waiter) { errs[i] = p.rankFn(i, ep, w, fn) }
+		if goroutines {
+			wg.Go(func() { rank(fiber.NewGoroutineWaiter()) })
+			continue
+		}
+		if err := p.sched.Spawn(func(f *fiber.Fiber) { rank(f.Waiter()) }); err != nil {
+			p.job.pending.Add(-1)
+			errs[i] = &RankError{Rank: i, Err: err}
+			p.fail(i, errs[i])
 		}
 	}
-	werr := wait(p)
-	return errors.Join(errors.Join(errs...), werr, p.Finalize())
+	var werr error
+	if goroutines {
+		wg.Wait()
+	} else {
+		werr = p.sched.Wait()
+	}
+	if !stop() {
+		<-fired // ctx ended during the run: its abort is the job's end
+	}
+	return errors.Join(p.result(errs), werr, p.Finalize())
 }

@@ -51,8 +51,10 @@ const (
 // Isend, complete when it returns, returns a shared request that is complete
 // and immutable.)
 //
-// Wait, WaitContext and Done may be used from any goroutine or fiber; Wait
-// and WaitFor yield a fiber and park a goroutine.
+// WaitFor, WaitTimeout and WaitForContext wait the way of the waiter they
+// are given, the request's caller's: a fiber yields, a goroutine parks;
+// WaitContext finds out which the caller is. Done is for goroutines: a
+// select on it in a fiber blocks its worker, and every fiber of it.
 type Request struct {
 	ev     fiber.Event
 	kind   reqKind
@@ -76,6 +78,10 @@ type Request struct {
 	// the Signal the owner may reuse the request and take a new channel
 	// while complete is still finishing.
 	gen atomic.Uint64
+
+	// owner is the registration that started the request, for the
+	// deadlock watchdog (noteWait); nil if unknown.
+	owner *caller
 }
 
 // doneState is a request's Done channel, for one generation of it.
@@ -157,6 +163,7 @@ func (r *Request) Status() Status { return r.status }
 // and returns its status' error: a fiber yields, a goroutine parks.
 func (r *Request) WaitFor(w *fiber.Waiter) error {
 	if !r.ev.Done() {
+		r.noteWait(w) // for the deadlock watchdog (job.go)
 		// Endpoint.Recv has the same lines, to keep its wait one frame
 		// above the fiber switch.
 		if r.ep.tr != nil {
@@ -204,13 +211,18 @@ func (r *Request) Done() <-chan struct{} {
 	return d.ch
 }
 
-// WaitContext waits until the request completes or ctx ends, parking the
-// calling goroutine (it must not be called from a fiber: a select blocks the
-// worker). If ctx ends first it returns ctx's error and the request stays
-// pending; cancel a receive with Cancel.
+// WaitContext waits until the request completes or ctx ends: a goroutine
+// parks; a fiber yields, as in WaitForContext (a select would block its
+// worker), which costs WaitContext a system call to tell fibers from
+// goroutines (fiber.Current) — WaitForContext, given the waiter, does not.
+// If ctx ends first it returns ctx's error and the request stays pending;
+// cancel a receive with Cancel.
 func (r *Request) WaitContext(ctx context.Context) error {
 	if r.Test() {
 		return r.status.Err
+	}
+	if f := fiber.Current(); f != nil {
+		return r.WaitForContext(f.Waiter(), ctx)
 	}
 	select {
 	case <-r.Done():
@@ -280,6 +292,12 @@ func WaitAny(w *fiber.Waiter, reqs ...*Request) (int, error) {
 		}
 		if armed == 0 {
 			return -1, ErrNilRequest
+		}
+		for _, r := range reqs { // for the deadlock watchdog (job.go)
+			if r != nil {
+				r.noteWait(w)
+				break
+			}
 		}
 		w.Block()
 		disarm(w, reqs)

@@ -69,6 +69,7 @@ const (
 	evIdle      uint32 = iota // not fired, no waiter armed
 	evArmed                   // not fired, Event.w is armed
 	evSignalled               // fired
+	evMarked                  // evArmed, and seen so by Mark since it was armed (watch.go)
 )
 
 // Event is a one-shot synchronization object: any number of goroutines may
@@ -99,7 +100,7 @@ func (e *Event) Signal() bool {
 	switch e.state.Swap(evSignalled) {
 	case evSignalled:
 		return false
-	case evArmed:
+	case evArmed, evMarked:
 		e.w.Load().Wake()
 	}
 	return true
@@ -141,7 +142,7 @@ func (e *Event) Arm(w *Waiter) bool {
 	switch e.state.Load() {
 	case evSignalled:
 		return false
-	case evArmed:
+	case evArmed, evMarked:
 		if e.w.Load() != w {
 			panic("fiber: two waiters on one Event")
 		}
@@ -158,7 +159,7 @@ func (e *Event) Arm(w *Waiter) bool {
 // and reports whether it did. A Signal racing with Disarm either wakes w or
 // finds it gone; never both, never neither.
 func (e *Event) Disarm(w *Waiter) bool {
-	return e.w.Load() == w && e.state.CompareAndSwap(evArmed, evIdle)
+	return e.w.Load() == w && (e.state.CompareAndSwap(evArmed, evIdle) || e.state.CompareAndSwap(evMarked, evIdle))
 }
 
 // Reset returns a fired (or never armed) event to its zero state so it can be

@@ -137,6 +137,9 @@ func (w *Waiter) park(e *Event) {
 			f.yield(struct{}{})
 		}
 		if f.cancelled {
+			if e != nil && e.Done() {
+				return // the wait is over: the caller sees its outcome
+			}
 			panic(errCancel)
 		}
 		if e == nil || e.Done() {

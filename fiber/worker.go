@@ -12,19 +12,19 @@ import (
 // Bit-vector geometry (seed 001 §3.1). Level 1 has one bit per fiber slot;
 // level 2 has one bit per level-1 cache line of lineWords words.
 const (
-	lineWords = 8                     // level-1 words per cache line (s1)
-	lineSlots = lineWords * 64        // fiber slots per level-1 line: 512
-	l2Slots   = 64 * lineSlots        // slots covered by one level-2 word: 32768
-	maxL2     = 64                    // level-2 words at most
-	maxSlots  = maxL2 * l2Slots       // 2,097,152 slots per worker at most
-	seedSlots = 8 * l2Slots           // the seed's 262,144 (s1 = s2 = 8)
-	maxCancel = 1 << 10               // resumes granted to a cancelled fiber
-	relook    = 16                    // times a pass re-takes one level-1 word
-	maxDirect = 64                    // direct handoffs between two worker resumes
-	spinPause = 32                    // loads per backoff step
-	backoffMx = 64                    // longest backoff, in steps
-	checkTime = 64                    // idle passes between clock reads
-	wakeSlack = 50 * time.Microsecond // idle time spent spinning before backing off
+	lineWords = 8                    // level-1 words per cache line (s1)
+	lineSlots = lineWords * 64       // fiber slots per level-1 line: 512
+	l2Slots   = 64 * lineSlots       // slots covered by one level-2 word: 32768
+	maxL2     = 64                   // level-2 words at most
+	maxSlots  = maxL2 * l2Slots      // 2,097,152 slots per worker at most
+	seedSlots = 8 * l2Slots          // the seed's 262,144 (s1 = s2 = 8)
+	maxCancel = 1 << 10              // resumes granted to a cancelled fiber
+	relook    = 16                   // times a pass re-takes one level-1 word
+	maxDirect = 64                   // direct handoffs between two worker resumes
+	spinPause = 32                   // loads per backoff step
+	backoffMx = 64                   // longest backoff, in steps
+	checkTime = 64                   // idle passes between clock reads
+	wakeSlack = 5 * time.Microsecond // idle time spent spinning before backing off
 )
 
 // worker runs fibers on one locked OS thread. Fields are grouped by who
@@ -70,22 +70,25 @@ type worker struct {
 	sleeping atomic.Bool
 	// stop asks the worker to cancel its fibers and exit (Close).
 	stop atomic.Bool
-	// wakeCh carries a wake-up to a sleeping worker (capacity 1).
-	wakeCh chan struct{}
-	_      cpu.CacheLinePad
+	// park is where the worker's thread sleeps and is woken.
+	park parker
+	_    cpu.CacheLinePad
+	// hb answers the stuck-fiber monitor (watch.go).
+	hb heartbeat
 }
 
 func newWorker(s *Scheduler, id, nslots, cpuID int) *worker {
 	lines := (nslots + lineSlots - 1) / lineSlots
-	return &worker{
+	w := &worker{
 		id:     id,
 		s:      s,
 		cpu:    cpuID,
 		nslots: lines * lineSlots,
 		l1:     make([]atomic.Uint64, lines*lineWords),
 		l2:     make([]atomic.Uint64, (lines+63)/64),
-		wakeCh: make(chan struct{}, 1),
 	}
+	w.park.init()
+	return w
 }
 
 // signal marks slot runnable (seed 001 Alg. 4, ThreadSignal): an atomic OR
@@ -108,12 +111,7 @@ func (w *worker) signal(slot uint32) {
 }
 
 // wake ends the worker's sleep; harmless if it is awake.
-func (w *worker) wake() {
-	select {
-	case w.wakeCh <- struct{}{}:
-	default:
-	}
-}
+func (w *worker) wake() { w.park.wake() }
 
 // push queues a new fiber for the worker to create.
 func (w *worker) push(f *Fiber) {
@@ -143,6 +141,8 @@ func (w *worker) run(ready chan<- error) {
 			return
 		}
 	}
+	w.hb.gid.Store(goid())
+	defer w.enterThread()() // for Current (current.go)
 	ready <- nil
 	exited := false
 	defer func() {
@@ -162,6 +162,7 @@ func (w *worker) loop() {
 		step      int       // backoff steps per idle pass; 0 while spinning hot
 	)
 	for {
+		w.hb.answer()
 		if w.spawnq.Load() != nil {
 			w.drainSpawns()
 		}
@@ -177,9 +178,10 @@ func (w *worker) loop() {
 			idle, idleSince, step = 0, time.Time{}, 0
 			continue
 		}
-		// Idle policy: spin hot, then back off, then sleep; the clock is
-		// read only every checkTime idle passes.
-		if idle++; idle%checkTime == 0 {
+		// Idle policy: spin hot, then pause between looks, then sleep. The
+		// clock is read every checkTime passes while spinning hot, and on
+		// every pass once pausing (a pause can last a time slice).
+		if idle++; idle%checkTime == 0 || step > 0 {
 			now := time.Now()
 			switch d := now.Sub(idleSince); {
 			case idleSince.IsZero():
@@ -188,18 +190,18 @@ func (w *worker) loop() {
 				w.sleep()
 				idle, idleSince, step = 0, time.Time{}, 0
 				continue
-			case d >= wakeSlack:
+			case d >= wakeSlack && idle%checkTime == 0:
 				step = min(step+1, backoffMx)
 			}
 		}
 		if step > 0 {
-			backoff(step)
+			pause(step)
 		}
 	}
 }
 
 // backoff burns roughly steps × spinPause loads without touching shared
-// memory or the Go scheduler.
+// memory or the Go scheduler: pause where the OS cannot yield.
 func backoff(steps int) {
 	var sink atomic.Uint32
 	for range steps * spinPause {
@@ -210,20 +212,14 @@ func backoff(steps int) {
 // sleep parks the worker until signal, Spawn or Close wakes it, or, when an
 // idle hook is set, until PollInterval passes so the hook runs again.
 func (w *worker) sleep() {
+	w.park.prepare()
 	w.sleeping.Store(true)
-	if w.hasWork() {
-		w.sleeping.Store(false)
-		return
-	}
-	if w.s.cfg.Idle == nil {
-		<-w.wakeCh
-	} else {
-		t := time.NewTimer(w.s.cfg.PollInterval)
-		select {
-		case <-w.wakeCh:
-		case <-t.C:
+	if !w.hasWork() {
+		var d time.Duration // no limit
+		if w.s.cfg.Idle != nil {
+			d = w.s.cfg.PollInterval
 		}
-		t.Stop()
+		w.park.sleep(d)
 	}
 	w.sleeping.Store(false)
 }
@@ -308,6 +304,7 @@ func (w *worker) resume(slot uint32) {
 	w.cur = f
 	w.direct = 0
 	f.started = true
+	w.hb.answer()
 	_, ok := f.next()
 	w.cur = nil
 	if !ok {

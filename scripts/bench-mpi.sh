@@ -7,6 +7,13 @@
 #
 #   scripts/bench-mpi.sh            every size (OSU's ranges), output bench-mpi.txt
 #   scripts/bench-mpi.sh -quick     8 B and 1 MiB only, output bench-mpi-quick.txt
+#   scripts/bench-mpi.sh -tcp       latency and bw between processes over loopback
+#                                   TCP only (with -quick: 8 B and 1 MiB), output
+#                                   bench-mpi-tcp.txt: fibermpi with
+#                                   FIBERMPI_TRANSPORT=tcp, Open MPI with
+#                                   --mca btl tcp,self, MPICH (ch4:ucx) with
+#                                   UCX_TLS=tcp,self UCX_NET_DEVICES=lo (for ch4:ofi
+#                                   it would be FI_PROVIDER=tcp)
 #
 # Environment: ROUNDS (6), BUILD (build/bench-mpi), OUT (the output file),
 # LATMT_THREADS (4: latency_mt -t), LATMT_ITERS (1000: latency_mt -i, for
@@ -21,14 +28,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 QUICK=0
-case "${1:-}" in
--quick) QUICK=1 ;;
-"") ;;
-*)
-	echo "usage: $0 [-quick]" >&2
-	exit 2
-	;;
-esac
+TCP=0
+for arg in "$@"; do
+	case "$arg" in
+	-quick) QUICK=1 ;;
+	-tcp) TCP=1 ;;
+	*)
+		echo "usage: $0 [-quick] [-tcp]" >&2
+		exit 2
+		;;
+	esac
+done
 
 GO=${GO:-go}
 ROUNDS=${ROUNDS:-6}
@@ -36,7 +46,9 @@ BUILD=${BUILD:-build/bench-mpi}
 LATMT_THREADS=${LATMT_THREADS:-4}
 LATMT_ITERS=${LATMT_ITERS:-1000}
 RUN_TIMEOUT=${RUN_TIMEOUT:-900}
-if [ "$QUICK" = 1 ]; then
+if [ "$TCP" = 1 ]; then
+	OUT=${OUT:-bench-mpi-tcp$([ "$QUICK" = 1 ] && echo -quick).txt}
+elif [ "$QUICK" = 1 ]; then
 	OUT=${OUT:-bench-mpi-quick.txt}
 else
 	OUT=${OUT:-bench-mpi.txt}
@@ -88,9 +100,21 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPICH_LAUNCH=(mpiexec.mpich -n 2)
 OMPI_LAUNCH=(mpirun.openmpi -n 2 --mca pml ob1)
+if [ "$TCP" = 1 ]; then
+	FMPI_LAUNCH=(env FIBERMPI_TRANSPORT=tcp "${FMPI_LAUNCH[@]}")
+	FMPI_MODE="$FMPI_MODE, over loopback TCP (rdma/tcp)"
+	case "$(mpichversion 2>/dev/null | sed -n 's/^MPICH Device:[[:space:]]*//p')" in
+	*ucx*) MPICH_LAUNCH=(env UCX_TLS=tcp,self UCX_NET_DEVICES=lo "${MPICH_LAUNCH[@]}") ;;
+	*) MPICH_LAUNCH=(env FI_PROVIDER=tcp "${MPICH_LAUNCH[@]}") ;;
+	esac
+	OMPI_LAUNCH=(mpirun.openmpi -n 2 --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo)
+fi
 
 # --- what to run ---------------------------------------------------------------
 BENCHES=(latency bw bibw mbw_mr latency_mt allreduce barrier)
+if [ "$TCP" = 1 ]; then
+	BENCHES=(latency bw)
+fi
 CONTENDERS=(fibermpi mpich openmpi)
 if [ "$QUICK" = 1 ]; then
 	VARIANTS=("8b:-m 8:8" "1mib:-m 1048576:1048576")
@@ -152,7 +176,7 @@ done
 
 # --- summary -------------------------------------------------------------------
 {
-	echo "# make bench-mpi$([ "$QUICK" = 1 ] && echo -quick): OSU-method benchmarks, fibermpi vs MPICH vs Open MPI"
+	echo "# make bench-mpi$([ "$QUICK" = 1 ] && echo -quick)$([ "$TCP" = 1 ] && echo " (-tcp: between processes over loopback TCP)"): OSU-method benchmarks, fibermpi vs MPICH vs Open MPI"
 	echo "# started $START, finished $(date -u +%FT%TZ); $ROUNDS rounds, interleaved (round > benchmark > contender)"
 	echo "# machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(uname -sr)"
 	echo "# load average (1/5/15 min) before: $LOAD_BEFORE; after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -21,3 +21,35 @@ func scanSum(c *comm.Comm[float64], v int) (int, error) {
 	err = ic.Scan(buf, buf, comm.Sum[int]())
 	return buf[0], err
 }
+
+// gatherGrid assembles the grid at rank 0 of c, a world of procs processes
+// with eps endpoints each (process p's endpoints being ranks p·eps onwards),
+// when the processes are real ones: every rank calls it once, a stripe's
+// first endpoint with its slab s (rows of its stripe, ghost rows excluded)
+// and the others with s nil. Rank 0 returns the grid, boundary included;
+// the others return nil. It is MPI_Gatherv of the stripes' rows into the
+// grid's interior rows, and blocks like any collective (yielding the fiber).
+func gatherGrid(c *comm.Comm[float64], s *slab, rows, cols, procs, eps int) (*Grid, error) {
+	var send []float64
+	if s != nil {
+		n := len(s.a)/s.w - 2
+		send = s.a[s.w : (n+1)*s.w]
+	}
+	var g *Grid
+	var recv []float64
+	var counts, displs []int
+	if c.Rank() == 0 {
+		g = NewGrid(rows, cols)
+		recv = g.Data
+		w := cols + 2
+		counts, displs = make([]int, procs*eps), make([]int, procs*eps)
+		for p := range procs {
+			first, last := split(rows, procs, p)
+			counts[p*eps], displs[p*eps] = (last-first+1)*w, first*w
+		}
+	}
+	if err := c.Gatherv(send, recv, counts, displs, 0); err != nil {
+		return nil, err
+	}
+	return g, nil
+}

@@ -164,8 +164,9 @@ type Result struct {
 	Iters   int     // iterations run
 	Res     float64 // residual of the last iteration
 	// Elapsed is the time of the iterations alone: from the moment every
-	// fiber is set up (grid allocated and initialised, endpoints registered)
-	// to the moment the last one finishes its last iteration.
+	// fiber is set up (grid allocated and initialised, endpoints registered,
+	// the garbage of all that collected) to the moment the last one finishes
+	// its last iteration.
 	Elapsed time.Duration
 	// CPU is the CPU time the process used meanwhile, all threads together
 	// (spinning workers included, and anything else the process ran); 0 if

@@ -6,6 +6,7 @@
 //	go run ./examples/redblack                       # every variant, 512×512, checked
 //	go run ./examples/redblack -variant hybrid -n 2048 -iters 100 -ranks 2 -threads 2
 //	go run ./examples/redblack -variant mpi -n 256 -tol 1e-6 -iters 100000 -ranks 4
+//	fmpirun -n 3 redblack -variant mpi,hybrid,funneled     # one stripe per real process
 //
 // # The computation
 //
@@ -25,6 +26,16 @@
 // bits whatever the order of the reduction). A run stops after Iters
 // iterations, or with Tol > 0 after the first iteration whose residual is
 // below Tol.
+//
+// On amd64 the kernel is assembly: AVX-512 where the CPU has it, else AVX2
+// (chosen at start-up with x/sys/cpu), computing whole runs of columns and
+// storing the cells of the colour under a mask (kernel_amd64.go explains the
+// stride-2 access and why it is safe). It adds in the same order and does
+// not fuse the multiplication, so it gives the bits of the Go loop, which
+// is the kernel elsewhere and with -tags purego, and the reference the
+// vector kernels are tested and fuzzed against. The C reference in
+// bench/redblack-c computes the same grids; bench/redblack-c/compare.sh runs
+// it beside this command (-hash) and compares times and grids.
 //
 // # Variants
 //
@@ -70,6 +81,24 @@
 // is reached at its first endpoint, the stripe above at its last. Fibers are
 // placed on the workers in blocks, so that neighbouring stripes share a
 // worker where they can.
+//
+// # Real processes under a launcher
+//
+// Started by a launcher (fmpirun, mpiexec.hydra; endpoint.DetectBootstrap),
+// the command is one process of a job, and mpi, hybrid and funneled run one
+// stripe per real process: -ranks is the number of processes (left out, it
+// is taken from the launcher; another value is refused). Each process joins
+// the job once (endpoint.Init, at the highest thread level the chosen
+// variants need) and, for every run, creates only its own stripe's
+// endpoints (CreateEndpoints is collective: the new world holds process 0's
+// first, so the ranks are those of the embedded default) and starts only
+// its own stripe's fibers. After the last iteration every endpoint of the
+// world calls Gatherv, each stripe's first with its rows, and process 0
+// assembles the grid. seq and threads, which pass no messages, run at
+// process 0 alone, which checks every grid against seq's and prints the
+// table; the others print nothing unless -v. Under a launcher the residual
+// and the iteration count come out of the same Scan and Allreduce as in
+// one process, across the processes now.
 //
 // # Idle workers
 //
@@ -121,14 +150,15 @@
 // seed would make the first and last slightly larger; every process has the
 // same number of endpoints (the seed gives the edge processes one), so ranks
 // are uniform and an edge process's unused endpoint still takes part in the
-// collectives; the final grid is assembled by the driver from the slabs,
-// which share its address space, rather than gathered by messages.
+// collectives; in the embedded default the final grid is assembled by the
+// driver from the slabs, which share its address space, rather than
+// gathered by messages (under a launcher it is gathered, by Gatherv).
 //
 // # Measuring
 //
 // Result.Elapsed times the iterations alone, from the moment every fiber is
-// set up to the moment the last finishes, and Result.CPU the process's CPU
-// time meanwhile. BenchmarkRedBlack compares the variants on a 2048×2048
+// set up (and the set-up's garbage collected) to the moment the last
+// finishes, and Result.CPU the process's CPU time meanwhile. BenchmarkRedBlack compares the variants on a 2048×2048
 // grid in one run (BenchmarkRedBlackSmall on 512×512, where synchronization
 // weighs more); -repeat runs them in rounds from the command:
 //

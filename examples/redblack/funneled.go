@@ -27,13 +27,24 @@ func runFunneled(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	tm, world, err := newTeam(P*T, cfg.Workers, cfg.Spin, endpoint.ThreadFunneled, P)
+	// Under a launcher each process runs its own stripe (mine) with one
+	// endpoint; in the embedded default this one runs them all (-1).
+	mine, fibers, k := -1, P*T, P
+	if job != nil {
+		if P != job.Procs() {
+			return nil, fmt.Errorf("%w: funneled with %s, but launched as %s", ErrConfig,
+				count(P, "process"), count(job.Procs(), "process"))
+		}
+		mine, fibers, k = job.Rank(), T, 1
+	}
+	tm, world, err := newTeam(fibers, cfg.Workers, cfg.Spin, endpoint.ThreadFunneled, k)
 	if err != nil {
 		return nil, err
 	}
 	var out struct {
 		iters int
 		res   float64
+		grid  *Grid // gathered at process 0 (mine ≥ 0)
 	}
 	ps := make([]*proc, P)
 	for p := range ps {
@@ -41,14 +52,21 @@ func runFunneled(cfg Config) (*Result, error) {
 		ps[p] = &proc{idx: p, first: first, last: last, bar: newBarrier(T)}
 	}
 	for p, pr := range ps {
+		if mine >= 0 && p != mine {
+			continue
+		}
 		for t := range T {
-			id := p*T + t
-			tm.spawn(id, func(f *fiber.Fiber) error {
+			id := p*T + t // in the whole run, for the fault hook and progress
+			lid, ep := id, p
+			if mine >= 0 {
+				lid, ep = t, 0
+			}
+			tm.spawn(lid, func(f *fiber.Fiber) error {
 				w := f.Waiter()
 				size := pr.last - pr.first + 1
 				var c *comm.Comm[float64]
 				if t == 0 {
-					h, err := world[p].Register(w)
+					h, err := world[ep].Register(w)
 					if err != nil {
 						return err
 					}
@@ -65,7 +83,7 @@ func runFunneled(cfg Config) (*Result, error) {
 					}
 					pr.s = newSlab(last-size+1, last, cfg.Rows, cfg.Cols)
 				}
-				tm.begin(id, w)
+				tm.begin(lid, w)
 				s := pr.s
 				var sides []*side
 				if t == 0 && p > 0 {
@@ -119,8 +137,22 @@ func runFunneled(cfg Config) (*Result, error) {
 					}
 				}
 				tm.stop()
-				if id == 0 {
+				if lid == 0 {
 					out.iters, out.res = it, res
+				}
+				if mine >= 0 {
+					// The stripe's rows are final once all its threads
+					// are here; the master sends them to process 0.
+					pr.bar.reduce(t, w, 0, nil)
+					if t == 0 {
+						g, err := gatherGrid(c, s, cfg.Rows, cfg.Cols, P, 1)
+						if err != nil {
+							return err
+						}
+						if g != nil {
+							out.grid = g
+						}
+					}
 				}
 				return nil
 			})
@@ -130,9 +162,12 @@ func runFunneled(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := NewGrid(cfg.Rows, cfg.Cols)
-	for _, pr := range ps {
-		pr.s.copyInto(g)
+	g := out.grid
+	if mine < 0 {
+		g = NewGrid(cfg.Rows, cfg.Cols)
+		for _, pr := range ps {
+			pr.s.copyInto(g)
+		}
 	}
 	return &Result{Variant: "funneled", Grid: g, Iters: out.iters, Res: out.res, Elapsed: elapsed, CPU: cpu}, nil
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"math"
 )
 
@@ -54,6 +56,24 @@ func (g *Grid) FirstDiff(h *Grid) (i, j int, differ bool) {
 func (g *Grid) Equal(h *Grid) bool {
 	_, _, d := g.FirstDiff(h)
 	return !d
+}
+
+// Hash returns the 64-bit FNV-1a hash of the grid's cells, boundary
+// included, in row-major order, each as the 8 little-endian bytes of its
+// float64 bits: equal grids hash alike, and the C reference in
+// bench/redblack-c computes the same hash, so grids of different programs
+// can be compared by their hashes.
+func (g *Grid) Hash() uint64 {
+	h := fnv.New64a()
+	buf := make([]byte, 0, 8*1024)
+	for k, v := range g.Data {
+		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
+		if len(buf) == cap(buf) || k == len(g.Data)-1 {
+			h.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	return h.Sum64()
 }
 
 // CheckAgainst returns nil if g equals want bit for bit, and otherwise an

@@ -66,10 +66,28 @@ func (s *slab) relax(lo, hi, c int, res float64, track bool) float64 {
 //
 //	a[i][j] = (a[i][j]+a[i-1][j]+a[i+1][j]+a[i][j-1]+a[i][j+1])*0.2
 //
-// for j = j0, j0+2, ... up to the last interior column. Go neither reorders
-// the additions nor fuses them with the multiplication (there is no x*y+z),
-// so every variant computes the same bits.
+// for j = j0, j0+2, ... up to the last interior column. The vector kernel
+// (kernel_amd64.go) does whole blocks of cells and relaxRowGo the rest; both
+// add left to right and multiply separately, so they compute the same bits.
 func relaxRow(up, row, dn []float64, j0 int) {
+	relaxRowGo(up, row, dn, relaxVec(up, row, dn, j0))
+}
+
+// relaxRowRes is relaxRow that also returns max(res, |new−old|) over the
+// row's updated cells: the residual, the max norm of one sweep's change.
+// The maximum does not depend on the order cells are visited in, so the
+// parallel variants agree with the sequential one on it exactly. res must
+// not be negative (a residual is not): the vector kernel takes |−0| as +0.
+func relaxRowRes(up, row, dn []float64, j0 int, res float64) float64 {
+	j, res := relaxVecRes(up, row, dn, j0, res)
+	return relaxRowResGo(up, row, dn, j, res)
+}
+
+// relaxRowGo is the portable kernel and the reference the vector kernels
+// are tested against: relaxRow from column j0 on, one cell at a time. Go
+// neither reorders the additions nor fuses them with the multiplication
+// (there is no x*y+z), so every variant computes the same bits.
+func relaxRowGo(up, row, dn []float64, j0 int) {
 	if j0 < 1 {
 		return // (never) lets the compiler drop the checks of row[j-1]
 	}
@@ -79,11 +97,8 @@ func relaxRow(up, row, dn []float64, j0 int) {
 	}
 }
 
-// relaxRowRes is relaxRow that also returns max(res, |new−old|) over the
-// row's updated cells: the residual, the max norm of one sweep's change.
-// The maximum does not depend on the order cells are visited in, so the
-// parallel variants agree with the sequential one on it exactly.
-func relaxRowRes(up, row, dn []float64, j0 int, res float64) float64 {
+// relaxRowResGo is relaxRowRes one cell at a time (the reference).
+func relaxRowResGo(up, row, dn []float64, j0 int, res float64) float64 {
 	if j0 < 1 {
 		return res
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,10 @@ import (
 type team struct {
 	sched  *fiber.Scheduler
 	finish func() error // Finalize or Close
+	// shared is set when the team runs on the launched process (job), which
+	// outlives the run: a successful run leaves it running, a failed one
+	// finalizes it (the only way to unwind the blocked fibers).
+	shared bool
 	n      int
 	gate   *barrier
 
@@ -44,6 +49,9 @@ type team struct {
 // whose idle workers spin for spin before they sleep (0: the fiber default).
 // With level ≥ 0 it initialises a process at that thread level and creates
 // k endpoints, returned in order; with level < 0 it only starts a scheduler.
+// Under a launcher (job not nil) a level ≥ 0 uses job instead of a new
+// process, and the k endpoints are this process's part of a new world of
+// every process's k (CreateEndpoints is collective over the processes).
 func newTeam(n, workers int, spin time.Duration, level endpoint.ThreadLevel, k int) (*team, []*endpoint.Endpoint, error) {
 	t := &team{n: n, gate: newBarrier(n), done: make(chan struct{}), abort: make(chan struct{})}
 	t.live.Store(int64(n))
@@ -55,7 +63,15 @@ func newTeam(n, workers int, spin time.Duration, level endpoint.ThreadLevel, k i
 		t.sched, t.finish = s, s.Close
 		return t, nil, nil
 	}
-	p, err := endpoint.Init(level, endpoint.Options{Workers: workers, Fiber: fiber.Config{SleepAfter: spin}, Trace: traceFile})
+	if job != nil {
+		eps, err := job.CreateEndpoints(k)
+		if err != nil {
+			return nil, nil, err
+		}
+		t.sched, t.finish, t.shared = job.Scheduler(), job.Finalize, true
+		return t, eps, nil
+	}
+	p, err := endpoint.Init(level, processOptions(workers, spin))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -70,6 +86,19 @@ func newTeam(n, workers int, spin time.Duration, level endpoint.ThreadLevel, k i
 // traceFile, if not empty, is where every process newTeam starts writes
 // its trace at Finalize (the -trace flag; endpoint.Options.Trace).
 var traceFile string
+
+// processOptions are the options of every process the command initialises:
+// workers fiber workers that spin for spin when idle, and -trace.
+func processOptions(workers int, spin time.Duration) endpoint.Options {
+	return endpoint.Options{Workers: workers, Fiber: fiber.Config{SleepAfter: spin}, Trace: traceFile}
+}
+
+// job is this OS process's part of a job of several processes when a
+// launcher (fmpirun, mpiexec.hydra) started the command, set once by cli
+// before any run and finalized by it after the last; nil in the embedded
+// default, where every run initialises a process of its own. The variants
+// that pass messages then run one stripe per process (see doc.go).
+var job *endpoint.Process
 
 // noThreadLevel makes newTeam start a bare scheduler.
 const noThreadLevel endpoint.ThreadLevel = -1
@@ -110,10 +139,22 @@ func (t *team) spawn(id int, body func(f *fiber.Fiber) error) {
 }
 
 // begin holds fiber id at the start gate until all n fibers are set up; the
-// last to arrive starts the clock.
+// last to arrive collects the garbage of the set-up and starts the clock.
 func (t *team) begin(id int, w *fiber.Waiter) {
-	t.gate.wait(id, w, func() { t.cpuStart, t.start = testenv.ProcessCPU(), time.Now() })
+	t.gate.wait(id, w, func() {
+		collect()
+		t.cpuStart, t.start = testenv.ProcessCPU(), time.Now()
+	})
 }
+
+// collect runs a full garbage collection before a timed part, so that a
+// cycle started by the set-up's allocations does not run into the timed
+// iterations, whose time would then depend on when it started. (Fiber
+// workers hold their Ps and give one to the collector's background worker
+// only when the runtime preempts them, so a cycle that overlaps the
+// iterations stalls a worker for a scheduler round trip or more.) From a
+// fiber it blocks the fiber's worker for the collection.
+func collect() { runtime.GC() }
 
 // stop records that a fiber has finished iterating; the last stops the clock.
 func (t *team) stop() {
@@ -132,7 +173,11 @@ func (t *team) wait() (wall, cpu time.Duration, err error) {
 			_ = t.finish()
 			return 0, 0, t.err
 		}
-		if err := errors.Join(t.sched.Wait(), t.finish()); err != nil {
+		finish := t.finish
+		if t.shared {
+			finish = func() error { return nil }
+		}
+		if err := errors.Join(t.sched.Wait(), finish()); err != nil {
 			return 0, 0, err
 		}
 		return t.end.Sub(t.start), t.cpuEnd - t.cpuStart, nil

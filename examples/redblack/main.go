@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fibermpi/fibermpi"
+	"github.com/fibermpi/fibermpi/endpoint"
 )
 
 func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -26,7 +27,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	n := fs.Int("n", 512, "grid size: n×n interior cells")
 	iters := fs.Int("iters", 200, "iterations (red sweep + black sweep); with -tol, the most to run")
 	tol := fs.Float64("tol", 0, "if > 0, stop at the first iteration whose residual (largest change of a cell) is below it")
-	ranks := fs.Int("ranks", 2, "mpi: ranks; hybrid and funneled: processes (at least 1)")
+	ranks := fs.Int("ranks", 2, "mpi: ranks; hybrid and funneled: processes (at least 1); under a launcher, the number of processes (its default there)")
 	threads := fs.Int("threads", 2, "threads: fibers; hybrid and funneled: fibers per process (at least 1)")
 	eps := fs.Int("endpoints", 2, "hybrid: endpoints per process (1 or 2)")
 	workers := fs.Int("workers", 0, "fiber workers, i.e. OS threads (0: GOMAXPROCS)")
@@ -35,7 +36,9 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	repeat := fs.Int("repeat", 1, "run each variant this many times, in rounds, and show the median time")
 	every := fs.Duration("progress", DefaultProgressEvery, "interval of progress lines on stderr during long runs (0: none)")
 	version := fs.Bool("version", false, "print the version of fibermpi and of the build, and exit")
+	verbose := fs.Bool("v", false, "under a launcher, every process prints its own table (only process 0's checks the grids); otherwise only process 0 prints")
 	tracePath := fs.String("trace", "", "write a fibermpi trace of the run to this file (see cmd/fmpi-trace; with several variants, the last one's)")
+	hash := fs.Bool("hash", false, "after each run print a line with its time per iteration, residual bits and grid hash (see bench/redblack-c)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: redblack [flags]\n\nRed-black SOR (seed 004 §4.3) in every variant, checked against the sequential code.\n\nVariants:\n")
 		for _, v := range variants {
@@ -59,6 +62,37 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "redblack: unexpected arguments %q\n", fs.Args())
 		return 2
+	}
+	// Under a launcher (fmpirun, mpiexec.hydra) the variants that pass
+	// messages run as real processes, one stripe each: -ranks is the number
+	// of processes. Detect joins the job, so it is left (Close) on every way
+	// out that does not reach Init, and the process finalized on the others.
+	b, err := endpoint.DetectBootstrap()
+	if err != nil {
+		fmt.Fprintf(stderr, "redblack: %v\n", err)
+		return 2
+	}
+	if b.Name() != "single" {
+		defer func() {
+			if job != nil {
+				_ = job.Finalize()
+				job = nil
+			} else {
+				_ = b.Close()
+			}
+		}()
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "ranks" })
+		if !set {
+			*ranks = b.Size()
+		} else if *ranks != b.Size() {
+			fmt.Fprintf(stderr, "redblack: -ranks %d, but launched as %s: under a launcher -ranks is the number of processes (or leave it out)\n",
+				*ranks, count(b.Size(), "process"))
+			return 2
+		}
+		if b.Rank() != 0 && !*verbose {
+			stdout = io.Discard
+		}
 	}
 	// Config takes a zero count as its default of 1; on the command line a
 	// count of 0 is more likely a slip, so it is refused as negatives are.
@@ -102,9 +136,34 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg = cfg.withDefaults()
 	traceFile = *tracePath
+	if b.Name() != "single" {
+		// One process for every run: a launched process joins its job once.
+		// Its thread level is the highest any chosen variant needs.
+		level := endpoint.ThreadSingle
+		for _, v := range vs {
+			if v.level != nil {
+				level = max(level, v.level(cfg))
+			}
+		}
+		o := processOptions(cfg.Workers, cfg.Spin)
+		o.Bootstrap = b
+		p, err := endpoint.Init(level, o)
+		if err != nil {
+			fmt.Fprintf(stderr, "redblack: process %d: %v\n", b.Rank(), err)
+			return 1
+		}
+		job = p
+	}
+	// skip says whether this process leaves v out: under a launcher only
+	// process 0 runs the variants without messages (and seq, to check).
+	skip := func(v Variant) bool { return job != nil && job.Rank() != 0 && !v.procs }
 
-	fmt.Fprintf(stdout, "red-black SOR on %d×%d cells, %s, %s (idle spin %v)\n",
-		cfg.Rows, cfg.Cols, stopRule(cfg), count(cfg.Workers, "fiber worker"), cfg.Spin)
+	where := ""
+	if job != nil {
+		where = fmt.Sprintf(", process %d of %d", job.Rank(), job.Procs())
+	}
+	fmt.Fprintf(stdout, "red-black SOR on %d×%d cells, %s, %s (idle spin %v)%s\n",
+		cfg.Rows, cfg.Cols, stopRule(cfg), count(cfg.Workers, "fiber worker"), cfg.Spin, where)
 	var ref *Result
 	status := 0
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -128,7 +187,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 		}
 		return r
 	}
-	if *check {
+	if *check && !(job != nil && job.Rank() != 0) {
 		seq, _ := Lookup("seq")
 		if ref = runOne(seq); ref == nil {
 			return 1
@@ -145,13 +204,20 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	rows := make([]row, len(vs))
 	for round := range *repeat {
 		for k, v := range vs {
+			if skip(v) {
+				continue
+			}
 			r := ref
 			if v.Name != "seq" || ref == nil || round > 0 {
 				if r = runOne(v); r == nil {
 					continue
 				}
 			}
-			if verdict := judge(v, r, ref); rows[k].verdict == "" || !strings.HasPrefix(rows[k].verdict, "DIFFERS") {
+			verdict := judge(v, r, ref)
+			if job != nil && job.Rank() != 0 && *check {
+				verdict = "checked at process 0"
+			}
+			if rows[k].verdict == "" || !strings.HasPrefix(rows[k].verdict, "DIFFERS") {
 				rows[k].verdict = verdict
 			}
 			if strings.HasPrefix(rows[k].verdict, "DIFFERS") {
@@ -159,6 +225,9 @@ func cli(args []string, stdout, stderr io.Writer) int {
 			}
 			if rows[k].first == nil {
 				rows[k].first = &Result{Iters: r.Iters, Res: r.Res}
+			}
+			if *hash && r.Grid != nil { // under a launcher process 0 alone has the grid
+				printHash(stdout, v, cfg, r)
 			}
 			rows[k].times = append(rows[k].times, r.PerIter())
 			rows[k].cpus = append(rows[k].cpus, r.CPU/time.Duration(r.Iters))
@@ -182,6 +251,22 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	}
 	tw.Flush()
 	return status
+}
+
+// printHash prints the line bench/redblack-c/compare.sh reads, in the
+// format of the C reference's: layout is processes×threads.
+func printHash(w io.Writer, v Variant, c Config, r *Result) {
+	p, t := 1, 1
+	switch v.Name {
+	case "threads":
+		t = c.Threads
+	case "mpi":
+		p = c.Ranks
+	case "hybrid", "funneled":
+		p, t = c.Ranks, c.Threads
+	}
+	fmt.Fprintf(w, "result impl=go variant=%s layout=%dx%d n=%d iters=%d ns_per_iter=%d residual=%016x hash=%016x kernel=%s\n",
+		v.Name, p, t, c.Rows, r.Iters, r.PerIter().Nanoseconds(), math.Float64bits(r.Res), r.Grid.Hash(), kernelName())
 }
 
 // median returns the median of ds (not empty), sorting ds.

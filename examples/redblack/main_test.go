@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
@@ -140,5 +141,70 @@ func TestCLIVersion(t *testing.T) {
 	}
 	if want := "redblack fibermpi " + fibermpi.Version + " ("; !strings.HasPrefix(out.String(), want) {
 		t.Errorf("-version printed %q; want it to start with %q", out.String(), want)
+	}
+}
+
+// TestCLIHash checks the -hash lines: one per run, the layout, the
+// residual's bits and the grid's hash, which must agree between variants
+// and with the values the C reference (bench/redblack-c) prints for the
+// same grids: `bin/seq -n 3 -iters 2` and `bin/seq -n 5 -iters 1`.
+func TestCLIHash(t *testing.T) {
+	for _, c := range []struct {
+		args           []string
+		residual, hash string
+		lines          int
+	}{
+		{[]string{"-n", "3", "-iters", "2", "-variant", "seq,threads,mpi", "-ranks", "3", "-threads", "2"},
+			"3fb998273378740c", "57b9b9ab97a181af", 3},
+		{[]string{"-n", "5", "-iters", "1", "-variant", "hybrid,funneled", "-repeat", "2"},
+			"3fde4d71b8e52c2c", "743e47b9945e5c6b", 4},
+	} {
+		var out, errOut bytes.Buffer
+		if code := cli(append(c.args, "-hash", "-check=false"), &out, &errOut); code != 0 {
+			t.Fatalf("%q: exit %d: %s", c.args, code, errOut.String())
+		}
+		n := 0
+		for line := range strings.Lines(out.String()) {
+			if !strings.HasPrefix(line, "result impl=go ") {
+				continue
+			}
+			n++
+			for _, want := range []string{" residual=" + c.residual + " ", " hash=" + c.hash + " ", " ns_per_iter=", " layout="} {
+				if !strings.Contains(line, want) {
+					t.Errorf("%q: line %q lacks %q", c.args, line, want)
+				}
+			}
+		}
+		if n != c.lines {
+			t.Errorf("%q: %d result lines, want %d:\n%s", c.args, n, c.lines, out.String())
+		}
+	}
+	if strings.Contains(func() string {
+		var out, errOut bytes.Buffer
+		cli([]string{"-n", "3", "-iters", "1", "-variant", "seq"}, &out, &errOut)
+		return out.String()
+	}(), "result impl=") {
+		t.Error("result lines printed without -hash")
+	}
+}
+
+// TestGridHash checks Hash against FNV-1a written out byte by byte, and
+// that one changed bit changes it.
+func TestGridHash(t *testing.T) {
+	g := NewGrid(4, 6)
+	h := uint64(0xcbf29ce484222325)
+	for _, v := range g.Data {
+		b := math.Float64bits(v)
+		for k := range 8 {
+			h ^= (b >> (8 * k)) & 0xff
+			h *= 0x100000001b3
+		}
+	}
+	if got := g.Hash(); got != h {
+		t.Fatalf("Hash = %#x, want %#x", got, h)
+	}
+	g.Data[17] = math.Float64frombits(math.Float64bits(g.Data[17]) ^ 1)
+	if g.Hash() == h {
+		t.Fatal("a changed bit left the hash unchanged")
 	}
 }

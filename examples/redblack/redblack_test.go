@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"testing"
 	"time"
 
@@ -11,7 +12,15 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain lets the test binary be the command: fmpirun starts it with
+// REDBLACK_CHILD=1 (see procs_test.go), and it runs cli with its arguments
+// instead of the tests.
+func TestMain(m *testing.M) {
+	if os.Getenv("REDBLACK_CHILD") == "1" {
+		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // layouts are the decompositions every parallel variant is checked with.
 type layoutCase struct{ ranks, threads, endpoints, workers int }

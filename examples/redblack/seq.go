@@ -12,6 +12,7 @@ func runSeq(cfg Config) (*Result, error) {
 	g := NewGrid(cfg.Rows, cfg.Cols)
 	s := &slab{a: g.Data, w: cfg.Cols + 2}
 	rep := newReporter(cfg)
+	collect()
 	cpu0, start := testenv.ProcessCPU(), time.Now()
 	it, res := 0, 0.0
 	for it < cfg.Iters {

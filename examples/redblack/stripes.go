@@ -42,8 +42,13 @@ type stripes struct {
 	team    *team
 	world   []*endpoint.Endpoint
 	ps      []*proc
-	iters   int     // written by fiber 0
-	res     float64 // written by fiber 0
+	// mine is this process's stripe when the run is one of real processes
+	// (job not nil): world then holds its eps endpoints alone and the team
+	// its threads fibers. -1 in the embedded default: every stripe here.
+	mine  int
+	iters int     // written by the team's fiber 0
+	res   float64 // written by the team's fiber 0
+	grid  *Grid   // gathered at process 0 (mine ≥ 0)
 }
 
 // proc is one stripe: a process's share of the grid and its threads' shared
@@ -61,7 +66,16 @@ type proc struct {
 // runStripes runs the engine with procs stripes of threads fibers and eps
 // endpoints per stripe (0: no message passing at all).
 func runStripes(cfg Config, name string, procs, threads, eps int) (*Result, error) {
-	r := &stripes{cfg: cfg, name: name, procs: procs, threads: threads, eps: eps}
+	r := &stripes{cfg: cfg, name: name, procs: procs, threads: threads, eps: eps, mine: -1}
+	fibers, k := procs*threads, procs*eps
+	if job != nil && eps > 0 {
+		// Real processes: this one runs its own stripe.
+		if procs != job.Procs() {
+			return nil, fmt.Errorf("%w: %s with %s, but launched as %s", ErrConfig, name,
+				count(procs, "process"), count(job.Procs(), "process"))
+		}
+		r.mine, fibers, k = job.Rank(), threads, eps
+	}
 	var err error
 	if r.types, err = vectorTypes(cfg.Cols); err != nil {
 		return nil, err
@@ -74,7 +88,7 @@ func runStripes(cfg Config, name string, procs, threads, eps int) (*Result, erro
 			level = endpoint.ThreadMultiple
 		}
 	}
-	r.team, r.world, err = newTeam(procs*threads, cfg.Workers, cfg.Spin, level, procs*eps)
+	r.team, r.world, err = newTeam(fibers, cfg.Workers, cfg.Spin, level, k)
 	if err != nil {
 		return nil, err
 	}
@@ -85,19 +99,34 @@ func runStripes(cfg Config, name string, procs, threads, eps int) (*Result, erro
 			up: make([]bflag, threads), down: make([]bflag, threads), bar: newBarrier(threads)}
 	}
 	for p, pr := range r.ps {
+		if r.mine >= 0 && p != r.mine {
+			continue
+		}
 		for t := range threads {
-			r.team.spawn(p*threads+t, func(f *fiber.Fiber) error { return r.thread(f, pr, t) })
+			r.team.spawn(r.local(p, t), func(f *fiber.Fiber) error { return r.thread(f, pr, t) })
 		}
 	}
 	elapsed, cpu, err := r.team.wait()
 	if err != nil {
 		return nil, err
 	}
-	g := NewGrid(cfg.Rows, cfg.Cols)
-	for _, pr := range r.ps {
-		pr.s.copyInto(g)
+	g := r.grid
+	if r.mine < 0 {
+		g = NewGrid(cfg.Rows, cfg.Cols)
+		for _, pr := range r.ps {
+			pr.s.copyInto(g)
+		}
 	}
 	return &Result{Variant: name, Grid: g, Iters: r.iters, Res: r.res, Elapsed: elapsed, CPU: cpu}, nil
+}
+
+// local returns the team's number of thread t of stripe p: p·threads+t in
+// the embedded default, t when the stripes are real processes.
+func (r *stripes) local(p, t int) int {
+	if r.mine >= 0 {
+		return t
+	}
+	return p*r.threads + t
 }
 
 // endpointFor returns which of the stripe's endpoints thread t registers
@@ -120,14 +149,18 @@ func (r *stripes) endpointFor(pr *proc, t int) (e int, collective bool) {
 // thread is the body of thread t of stripe pr.
 func (r *stripes) thread(f *fiber.Fiber, pr *proc, t int) error {
 	cfg, T, E := r.cfg, r.threads, r.eps
-	id := pr.idx*T + t
+	id := pr.idx*T + t // in the whole run, for the fault hook and progress
+	lid := r.local(pr.idx, t)
 	w := f.Waiter()
 
 	// Endpoint registration (seed 004 §4.3.5's MPI_Thread_register).
 	var c *comm.Comm[float64]
 	e, collective := r.endpointFor(pr, t)
 	if e >= 0 {
-		h, err := r.world[pr.idx*E+e].Register(w)
+		if r.mine < 0 {
+			e += pr.idx * E
+		}
+		h, err := r.world[e].Register(w)
 		if err != nil {
 			return err
 		}
@@ -164,7 +197,7 @@ func (r *stripes) thread(f *fiber.Fiber, pr *proc, t int) error {
 	if t < T-1 {
 		pr.up[t+1].reader = w
 	}
-	r.team.begin(id, w) // orders pr.s and the readers before what follows
+	r.team.begin(lid, w) // orders pr.s and the readers before what follows
 	s := pr.s
 
 	// Message-passing sides: the stripe's first row goes up from thread 0,
@@ -237,8 +270,26 @@ func (r *stripes) thread(f *fiber.Fiber, pr *proc, t int) error {
 		}
 	}
 	r.team.stop()
-	if id == 0 {
+	if lid == 0 {
 		r.iters, r.res = it, res
+	}
+	if r.mine >= 0 {
+		// Every row of the stripe is final once all its threads are here;
+		// then the stripes go to process 0, through every endpoint.
+		pr.bar.reduce(t, w, 0, nil)
+		if collective {
+			var own *slab
+			if t == 0 {
+				own = s
+			}
+			g, err := gatherGrid(c, own, cfg.Rows, cfg.Cols, r.procs, E)
+			if err != nil {
+				return err
+			}
+			if g != nil {
+				r.grid = g
+			}
+		}
 	}
 	return nil
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/fibermpi/fibermpi/fiber"
@@ -108,5 +110,39 @@ func TestFlagOrder(t *testing.T) {
 	})
 	if err := s.Wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkBarrier measures a round of the barrier (one wait by each of n
+// fibers) on 1 or 2 workers, with the command's idle spin (20µs) and the
+// fiber default (1ms): the cost the funneled variant pays four times an
+// iteration. ns/op is one round.
+func BenchmarkBarrier(b *testing.B) {
+	for _, c := range []struct{ n, workers int }{{2, 1}, {2, 2}, {4, 2}} {
+		for _, spin := range []time.Duration{20 * time.Microsecond, time.Millisecond} {
+			b.Run(fmt.Sprintf("fibers=%d/workers=%d/spin=%v", c.n, c.workers, spin), func(b *testing.B) {
+				s, err := fiber.New(fiber.Config{Workers: c.workers, SleepAfter: spin})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				bar := newBarrier(c.n)
+				rounds := b.N
+				b.ResetTimer()
+				for id := range c.n {
+					if err := s.SpawnOn(id*c.workers/c.n, func(f *fiber.Fiber) {
+						w := f.Waiter()
+						for range rounds {
+							bar.wait(id, w, nil)
+						}
+					}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := s.Wait(); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"github.com/fibermpi/fibermpi/endpoint"
 )
 
 // A Variant is one of the codes of seed 004 §4.3, ported.
@@ -12,6 +14,11 @@ type Variant struct {
 	Summary string // one line, in terms of the command's flags
 	check   func(Config) error
 	run     func(Config) (*Result, error)
+	// level is the thread level the variant's endpoints need (see
+	// runStripes); procs is set for the variants that pass messages, which
+	// under a launcher run one stripe per real process.
+	level func(Config) endpoint.ThreadLevel
+	procs bool
 }
 
 // Variants returns every variant, seq first.
@@ -38,7 +45,9 @@ var variants = []Variant{
 		check: func(c Config) error {
 			return c.needRows("mpi", c.Ranks, count(c.Ranks, "rank"))
 		},
-		run: func(c Config) (*Result, error) { return runStripes(c, "mpi", c.Ranks, 1, 1) },
+		run:   func(c Config) (*Result, error) { return runStripes(c, "mpi", c.Ranks, 1, 1) },
+		level: func(Config) endpoint.ThreadLevel { return endpoint.ThreadSingle },
+		procs: true,
 	},
 	{
 		Name: "hybrid", Section: "§4.3.5",
@@ -55,6 +64,13 @@ var variants = []Variant{
 			return c.needRows("hybrid", c.Ranks*c.Threads, count(c.Ranks, "process")+" × "+count(c.Threads, "thread"))
 		},
 		run: func(c Config) (*Result, error) { return runStripes(c, "hybrid", c.Ranks, c.Threads, c.Endpoints) },
+		level: func(c Config) endpoint.ThreadLevel {
+			if c.Endpoints == 1 && c.Threads > 1 {
+				return endpoint.ThreadMultiple
+			}
+			return endpoint.ThreadSingle
+		},
+		procs: true,
 	},
 	{
 		Name: "funneled", Section: "§4.3.2 + §4.3.3",
@@ -62,7 +78,9 @@ var variants = []Variant{
 		check: func(c Config) error {
 			return c.needRows("funneled", c.Ranks*c.Threads, count(c.Ranks, "process")+" × "+count(c.Threads, "thread"))
 		},
-		run: runFunneled,
+		run:   runFunneled,
+		level: func(Config) endpoint.ThreadLevel { return endpoint.ThreadFunneled },
+		procs: true,
 	},
 }
 

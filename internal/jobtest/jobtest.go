@@ -40,6 +40,9 @@ type Setup struct {
 	// Real runs the job in Procs processes of the test binary under
 	// fmpirun, joined by its bootstrap and the default backends.
 	Real bool
+	// Env is added to a real job's environment (e.g. FIBERMPI_TRANSPORT=tcp
+	// to join the processes over loopback TCP instead of shared memory).
+	Env []string
 }
 
 // Setups returns the layouts of the multi-transport suite for a job of
@@ -86,6 +89,9 @@ func Setups(ranks int) []Setup {
 			s = append(s, Setup{Name: fmt.Sprintf("procs=%d/fmpirun", procs), Procs: procs, Real: true})
 		}
 	}
+	if ranks >= 2 {
+		s = append(s, Setup{Name: "procs=2/fmpirun-tcp", Procs: 2, Real: true, Env: []string{"FIBERMPI_TRANSPORT=tcp"}})
+	}
 	return s
 }
 
@@ -112,7 +118,7 @@ func Run(t *testing.T, ranks int, level endpoint.ThreadLevel, fn func(ep *endpoi
 				if testing.Short() && s.Procs > 2 {
 					t.Skip("short mode: real jobs of 2 processes only")
 				}
-				out, err := fmpitest.RunTest(t, s.Procs, fmpitest.Options{})
+				out, err := fmpitest.RunTest(t, s.Procs, fmpitest.Options{Env: s.Env})
 				if err != nil {
 					t.Fatalf("%v\n%s", err, out)
 				}

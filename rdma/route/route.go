@@ -2,9 +2,9 @@
 // choosing one per destination: an endpoint of this process is reached
 // directly (the in-process backend, and rdma.Local for the endpoint layer's
 // direct path), an endpoint of another process through the backend that
-// reaches that process (rdma/shm on the same node; TCP across nodes once it
-// exists). Locality is decided per address, from the job's rdma.Layout, so a
-// job may mix them.
+// reaches that process (rdma/shm on the same node, rdma/tcp across
+// nodes). Locality is decided per address, from the job's rdma.Layout, so
+// a job may mix them.
 package route
 
 import (
@@ -44,6 +44,15 @@ var (
 	_ rdma.Local     = (*Transport)(nil)
 	_ rdma.Sleeper   = (*Transport)(nil)
 )
+
+// Adopter is implemented by backends (rdma/tcp) that can serve Put and
+// Get on a registration another backend of this process made: a job that
+// mixes backends hands out one Region per buffer, made by the backend
+// that must make it (shared memory, whose peers read it in place), and
+// the others adopt it. Deregister withdraws an adopted region as well.
+type Adopter interface {
+	AdoptRegion(r rdma.Region, buf []byte) error
+}
 
 // ErrUnreachable is returned (wrapped) for a destination whose process no
 // backend reaches.
@@ -166,24 +175,54 @@ func (t *Transport) Peer(a rdma.Addr) (rdma.Receiver, error) {
 }
 
 // Register exposes buf to every process: it registers it with the first
-// remote backend (whose region then travels to peers), or with the local
-// one in a job of one process, and remembers it for local copies.
+// remote backend that cannot adopt another's registration (or the first
+// remote backend, or the local one in a job of one process), whose region
+// then travels to peers, has every other remote backend that can adopt it
+// (Adopter) do so, and remembers it for local copies.
 func (t *Transport) Register(buf []byte) (rdma.Region, error) {
 	if t.closed.Load() {
 		return rdma.Region{}, rdma.ErrClosed
 	}
-	b := t.local
-	if len(t.remote) > 0 {
-		b = t.remote[0]
-	}
+	b := t.owner()
 	r, err := b.Register(buf)
 	if err != nil {
 		return r, err
+	}
+	for _, o := range t.remote {
+		if a, ok := o.(Adopter); ok && o != b {
+			if err := a.AdoptRegion(r, buf); err != nil {
+				t.dropAdopted(b, r)
+				_ = b.Deregister(r)
+				return rdma.Region{}, err
+			}
+		}
 	}
 	t.regMu.Lock()
 	t.regs[r.Key] = buf
 	t.regMu.Unlock()
 	return r, nil
+}
+
+// owner returns the backend that makes this process's registrations.
+func (t *Transport) owner() rdma.Transport {
+	if len(t.remote) == 0 {
+		return t.local
+	}
+	for _, o := range t.remote {
+		if _, ok := o.(Adopter); !ok {
+			return o
+		}
+	}
+	return t.remote[0]
+}
+
+// dropAdopted withdraws r from the backends that adopted it.
+func (t *Transport) dropAdopted(b rdma.Transport, r rdma.Region) {
+	for _, o := range t.remote {
+		if _, ok := o.(Adopter); ok && o != b {
+			_ = o.Deregister(r)
+		}
+	}
 }
 
 // Deregister withdraws a registration made by Register.
@@ -198,10 +237,8 @@ func (t *Transport) Deregister(r rdma.Region) error {
 	if !ok {
 		return rdma.ErrNoRegion
 	}
-	b := t.local
-	if len(t.remote) > 0 {
-		b = t.remote[0]
-	}
+	b := t.owner()
+	t.dropAdopted(b, r)
 	return b.Deregister(r)
 }
 

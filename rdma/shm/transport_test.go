@@ -411,28 +411,41 @@ func TestMutualPutsFromReceive(t *testing.T) {
 			t.Fatal("the Puts from Receive deadlocked")
 		}
 	}
-	// Everything sent lands, in order.
+	// Everything sent lands, in order. The packets are counted under
+	// their lock while the progress goroutines run; the buffers, which
+	// those goroutines write (copied Puts), are compared only after they
+	// have stopped, with this goroutine driving progress alone.
 	deadline := time.Now().Add(time.Minute)
-	for {
+	arrived := func() (int, int) {
 		ps[0].mu.Lock()
 		n0 := len(ps[0].tags)
 		ps[0].mu.Unlock()
 		ps[1].mu.Lock()
 		n1 := len(ps[1].tags)
 		ps[1].mu.Unlock()
-		if n0 == after+1 && n1 == after+1 && bytes.Equal(bufs[0], ps[1].src) && bytes.Equal(bufs[1], ps[0].src) {
+		return n0, n1
+	}
+	for {
+		n0, n1 := arrived()
+		if n0 == after+1 && n1 == after+1 {
 			break
 		}
 		if time.Now().After(deadline) {
 			close(stop)
 			wg.Wait()
-			t.Fatalf("after the Puts: %d and %d packets arrived (want %d each); buffers complete: %v %v",
-				n0, n1, after+1, bytes.Equal(bufs[0], ps[1].src), bytes.Equal(bufs[1], ps[0].src))
+			t.Fatalf("after the Puts: %d and %d packets arrived (want %d each)", n0, n1, after+1)
 		}
 		time.Sleep(time.Millisecond)
 	}
 	close(stop)
 	wg.Wait()
+	for !bytes.Equal(bufs[0], ps[1].src) || !bytes.Equal(bufs[1], ps[0].src) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the Puts: buffers complete: %v %v", bytes.Equal(bufs[0], ps[1].src), bytes.Equal(bufs[1], ps[0].src))
+		}
+		j.trs[0].Progress(packet.NoWorker)
+		j.trs[1].Progress(packet.NoWorker)
+	}
 	for a := range 2 {
 		if ps[a].err != nil {
 			t.Errorf("Put from Receive at %d: %v", a, ps[a].err)

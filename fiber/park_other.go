@@ -1,0 +1,19 @@
+//go:build !linux
+
+package fiber
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// useFutex is false: there are no futexes here; workers sleep on a channel.
+var useFutex = false
+
+func futexSleep(*atomic.Uint32, time.Duration) { panic("fiber: no futex on this platform") }
+
+func futexWake(*atomic.Uint32) { panic("fiber: no futex on this platform") }
+
+// pause is an idle worker's wait between two looks at its run queue once it
+// has spun hot for a while: here a busy wait of steps backoff steps.
+func pause(steps int) { backoff(steps) }

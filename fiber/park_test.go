@@ -1,0 +1,143 @@
+package fiber
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// forEachParker runs f with workers that sleep on a futex (where there are
+// futexes) and on a channel.
+func forEachParker(t *testing.T, f func(t *testing.T)) {
+	saved := useFutex
+	defer func() { useFutex = saved }()
+	for _, futex := range []bool{true, false} {
+		if futex && !saved {
+			continue
+		}
+		useFutex = futex
+		name := "chan"
+		if futex {
+			name = "futex"
+		}
+		t.Run(name, f)
+	}
+}
+
+// within fails t if fn does not return within d.
+func within(t *testing.T, d time.Duration, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s: still blocked after %v", what, d)
+	}
+}
+
+// TestParker checks the parker alone: a wake after prepare ends the sleep
+// (before or during it), and a sleep with a limit ends without a wake.
+func TestParker(t *testing.T) {
+	forEachParker(t, func(t *testing.T) {
+		var p parker
+		p.init()
+		p.prepare()
+		p.wake()
+		within(t, 10*time.Second, "sleep after wake", func() { p.sleep(0) })
+		for range 100 {
+			p.prepare()
+			go p.wake()
+			within(t, 10*time.Second, "sleep until wake", func() { p.sleep(0) })
+		}
+		p.prepare()
+		within(t, 10*time.Second, "sleep with a limit", func() { p.sleep(time.Millisecond) })
+		p.wake()
+		p.wake() // twice is once
+	})
+}
+
+// TestSleepWakeRounds puts a worker to sleep many times and wakes it each
+// time from a fiber of another worker and from a goroutine, alternately.
+func TestSleepWakeRounds(t *testing.T) {
+	forEachParker(t, func(t *testing.T) {
+		s := newSched(t, Config{Workers: 2, SleepAfter: 5 * time.Microsecond})
+		sleeper := s.workers[1]
+		const rounds = 300
+		var ev Event
+		var ran atomic.Int64
+		if err := s.SpawnOn(1, func(f *Fiber) {
+			for range rounds {
+				f.Wait(&ev)
+				ev.Reset()
+				ran.Add(1)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor := func(what string, cond func() bool) {
+			deadline := time.Now().Add(10 * time.Second)
+			for !cond() {
+				if time.Now().After(deadline) {
+					t.Errorf("%s: not after 10s", what)
+					return
+				}
+			}
+		}
+		signal := make(chan struct{})
+		go func() {
+			defer close(signal)
+			for k := 1; k <= rounds; k += 2 {
+				waitFor("worker asleep", sleeper.sleeping.Load)
+				ev.Signal()
+				waitFor("woken fiber ran", func() bool { return ran.Load() >= int64(k) })
+				if k+1 > rounds {
+					return
+				}
+				// The next round is signalled by a fiber on worker 0.
+				_ = s.SpawnOn(0, func(*Fiber) {
+					waitFor("worker asleep", sleeper.sleeping.Load)
+					ev.Signal()
+				})
+				waitFor("woken fiber ran", func() bool { return ran.Load() >= int64(k+1) })
+			}
+		}()
+		within(t, 60*time.Second, "rounds", func() { <-signal })
+		within(t, 10*time.Second, "Wait", func() { mustWait(t, s) })
+		if ran.Load() != rounds {
+			t.Fatalf("fiber woke %d times, want %d", ran.Load(), rounds)
+		}
+	})
+}
+
+// TestIdleHookRunsWhileAsleep checks that a sleeping worker with an idle
+// hook wakes by itself (after PollInterval) to call the hook again, so the
+// progress engine keeps polling with no fiber to run.
+func TestIdleHookRunsWhileAsleep(t *testing.T) {
+	forEachParker(t, func(t *testing.T) {
+		var calls atomic.Int64
+		hook := func(int) bool {
+			calls.Add(1)
+			return false
+		}
+		s := newSched(t, Config{Workers: 1, Idle: hook, SleepAfter: 10 * time.Microsecond, PollInterval: 200 * time.Microsecond})
+		w := s.workers[0]
+		deadline := time.Now().Add(10 * time.Second)
+		for !w.sleeping.Load() {
+			if time.Now().After(deadline) {
+				t.Fatal("worker never went to sleep")
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+		c := calls.Load()
+		for calls.Load() <= c+2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("idle hook called %d times, none after the worker slept", calls.Load())
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	})
+}
