@@ -139,14 +139,15 @@ func (c *Comm[T]) barrier(nb bool) (*CollRequest, error) {
 	if q, ok, err := c.viaShm("Barrier", nb, noCheck, &shmColl[T]{kind: kBarrier}); ok {
 		return q, err
 	}
-	if q, ok, err := c.viaTwoLevel("Barrier", nb, noCheck, c.planBarrier); ok {
+	if q, ok, err := c.viaTwoLevel("Barrier", nb, noCheck, tlArgs[T]{kind: kBarrier}); ok {
 		return q, err
 	}
 	return c.launch("Barrier", nb, noCheck, buildBarrier)
 }
 
-// Bcast copies root's buf into every rank's buf (binomial tree). Every
-// rank's buf has the same length.
+// Bcast copies root's buf into every rank's buf (through memory: staged
+// in the shared area up to 16 KiB, read from root's buf above; by
+// messages: a binomial tree). Every rank's buf has the same length.
 func (c *Comm[T]) Bcast(buf []T, root int) error {
 	_, err := c.bcast(false, buf, root)
 	return err
@@ -160,15 +161,17 @@ func (c *Comm[T]) bcast(nb bool, buf []T, root int) (*CollRequest, error) {
 	if q, ok, err := c.viaShm("Bcast", nb, check, &shmColl[T]{kind: kBcast, send: buf, recv: buf, root: root}); ok {
 		return q, err
 	}
-	if q, ok, err := c.viaTwoLevel("Bcast", nb, check, c.planBcast(buf, root)); ok {
+	if q, ok, err := c.viaTwoLevel("Bcast", nb, check, tlArgs[T]{kind: kBcast, send: buf, recv: buf, root: root}); ok {
 		return q, err
 	}
 	return c.launch("Bcast", nb, check, func(s *sched) { buildBcast(s, buf, root) })
 }
 
-// Reduce combines every rank's send with op into root's recv (binomial
-// tree). recv is used at root only (len(send) elements; nil elsewhere is
-// fine); send and recv may be the same slice.
+// Reduce combines every rank's send with op into root's recv (through
+// memory: combined by the last rank to arrive up to 16 KiB, reduce-scattered
+// into root's recv above; by messages: a binomial tree). recv is used at
+// root only (len(send) elements; nil elsewhere is fine); send and recv may
+// be the same slice.
 func (c *Comm[T]) Reduce(send, recv []T, op Op[T], root int) error {
 	_, err := c.reduce(false, send, recv, op, root)
 	return err
@@ -198,16 +201,18 @@ func (c *Comm[T]) reduce(nb bool, send, recv []T, op Op[T], root int) (*CollRequ
 	if q, ok, err := c.viaShm("Reduce", nb, check, &shmColl[T]{kind: kReduce, send: send, recv: recv, op: op, root: root}); ok {
 		return q, err
 	}
-	if q, ok, err := c.viaTwoLevel("Reduce", nb, check, c.planReduce(send, recv, op, root)); ok {
+	if q, ok, err := c.viaTwoLevel("Reduce", nb, check, tlArgs[T]{kind: kReduce, send: send, recv: recv, op: op, root: root}); ok {
 		return q, err
 	}
 	return c.launch("Reduce", nb, check, func(s *sched) { buildReduce(s, send, recv, op, root) })
 }
 
-// Allreduce combines every rank's send with op into every rank's recv
-// (recursive doubling; ring reduce-scatter and allgather for vectors of 64
-// KiB and more with a commutative op). send and recv have the same length
-// and may be the same slice.
+// Allreduce combines every rank's send with op into every rank's recv.
+// Through memory: combined by the last rank to arrive up to 16 KiB, a
+// reduce-scatter in place then an allgather above. By messages: recursive
+// doubling; ring reduce-scatter and allgather for vectors of 64 KiB and
+// more with a commutative op. send and recv have the same length and may
+// be the same slice.
 func (c *Comm[T]) Allreduce(send, recv []T, op Op[T]) error {
 	_, err := c.allreduce(false, send, recv, op)
 	return err
@@ -223,7 +228,7 @@ func (c *Comm[T]) allreduce(nb bool, send, recv []T, op Op[T]) (*CollRequest, er
 	if q, ok, err := c.viaShm("Allreduce", nb, check, &shmColl[T]{kind: kAllreduce, send: send, recv: recv, op: op}); ok {
 		return q, err
 	}
-	if q, ok, err := c.viaTwoLevel("Allreduce", nb, check, c.planAllreduce(send, recv, op)); ok {
+	if q, ok, err := c.viaTwoLevel("Allreduce", nb, check, tlArgs[T]{kind: kAllreduce, send: send, recv: recv, op: op}); ok {
 		return q, err
 	}
 	return c.launch("Allreduce", nb, check, func(s *sched) { buildAllreduce(s, send, recv, op) })

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/internal/jobtest"
 )
 
 // benchFibers runs n fiber ranks on the default workers of one process,
@@ -297,5 +298,56 @@ func BenchmarkCommDup(b *testing.B) {
 			wg.Wait()
 			h.Unregister()
 		})
+	}
+}
+
+// BenchmarkTwoLevel: Allreduce of 8 B and Barrier over 8 fiber ranks in
+// 2 simulated processes of 4 endpoints each (jobtest's in-memory wire
+// between them), in two levels (shm) and as message schedules over all
+// ranks (msg).
+func BenchmarkTwoLevel(b *testing.B) {
+	setup := jobtest.Setups(8)[2] // procs=2/sync
+	for _, bench := range []string{"Allreduce8B", "Barrier"} {
+		for _, path := range benchPaths {
+			b.Run(fmt.Sprintf("%s/%s/path=%s", bench, setup.Name, path.name), func(b *testing.B) {
+				var total atomic.Int64
+				err := jobtest.RunSetup(setup, 8, endpoint.ThreadSingle, func(ep *endpoint.Endpoint) error {
+					c, err := World[float64](ep)
+					if err != nil {
+						return err
+					}
+					usePath(c, path.path)
+					buf := []float64{1}
+					op := func() error {
+						if bench == "Barrier" {
+							return c.Barrier()
+						}
+						return c.Allreduce(buf, buf, Sum[float64]())
+					}
+					if c.Rank() == 0 {
+						done := int64(0)
+						for b.Loop() {
+							done++
+							if err := op(); err != nil {
+								return err
+							}
+						}
+						total.Store(done + 1)
+						return op()
+					}
+					for done := int64(1); ; done++ {
+						if err := op(); err != nil {
+							return err
+						}
+						if t := total.Load(); t != 0 && done >= t {
+							return nil
+						}
+					}
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
 	}
 }

@@ -123,48 +123,92 @@ func (t *topo) groupOf(r int) (g, i int) {
 // leader reports whether the caller leads its group.
 func (t *topo) leader() bool { return t.local == 0 }
 
-// twoLevel is one rank's two-level collective: phases run in turn.
+// twoLevel is one rank's two-level collective: phases run in turn. The
+// typed tlOp holds its parts, so a collective allocates one tlOp (and its
+// message schedule's rounds, at a leader).
 type twoLevel struct {
-	phases []func() collOp // each starts its phase (nil: nothing to do)
+	phases [4]phase
+	np     int // phases used
 	i      int
 	cur    collOp
 	err    error
 	done   bool
 }
 
+// phase is one step of a two-level collective: a collective through
+// memory (begun, so numbered, when planned), a message schedule (its tag
+// taken when planned, its rounds built when the phase starts: builders
+// read the buffers), or a local copy.
+type phase struct {
+	op    collOp
+	s     *sched
+	build func(s *sched)
+	local func()
+}
+
+func (tl *twoLevel) add(ph phase) {
+	tl.phases[tl.np] = ph
+	tl.np++
+}
+
+// tlArgs are a two-level collective's arguments.
+type tlArgs[T any] struct {
+	kind       shmKind
+	send, recv []T
+	op         Op[T]
+	root       int
+}
+
+// tlOp is a two-level collective with its arguments and parts.
+type tlOp[T any] struct {
+	twoLevel
+	tlArgs[T]
+	shm  [2]shmColl[T]
+	nshm int
+	s    sched
+	x    collCtx // a Reduce's representatives
+}
+
 // addShm adds a phase through the caller's process area, numbered now.
-func addShm[T any](tl *twoLevel, t *topo, ep *endpoint.Endpoint, size int, x *shmColl[T]) {
-	x.begin(ep, t.node, t.local)
-	x.size = size
-	tl.phases = append(tl.phases, func() collOp { return x })
+func (o *tlOp[T]) addShm(t *topo, ep *endpoint.Endpoint, size int, x shmColl[T]) {
+	p := &o.shm[o.nshm]
+	o.nshm++
+	*p = x
+	p.begin(ep, t.node, t.local)
+	p.size = size
+	o.add(phase{op: p})
 }
 
 // addMsg adds a message phase over ctx x (the leaders, or another set of
-// representatives sharing their sequence), its tag taken now and its
-// schedule built when the phase starts (builders read the buffers).
-func (tl *twoLevel) addMsg(x *collCtx, tag int, build func(s *sched)) {
-	s := &sched{x: x, tag: tag, nested: true}
-	tl.phases = append(tl.phases, func() collOp {
-		build(s)
-		s.start()
-		return s
-	})
+// representatives sharing their sequence) with tag.
+func (o *tlOp[T]) addMsg(x *collCtx, tag int, build func(s *sched)) {
+	o.s = sched{x: x, tag: tag, nested: true}
+	o.add(phase{s: &o.s, build: build})
 }
 
-// addLocal adds local work (a copy) as a phase of its own.
-func (tl *twoLevel) addLocal(fn func()) {
-	tl.phases = append(tl.phases, func() collOp { fn(); return nil })
+// start starts phase ph and returns what to wait for (nil: done already).
+func (ph *phase) start() collOp {
+	switch {
+	case ph.local != nil:
+		ph.local()
+		return nil
+	case ph.s != nil:
+		ph.build(ph.s)
+		ph.s.start()
+		return ph.s
+	}
+	return ph.op
 }
 
 // advance runs phases while they complete.
 func (tl *twoLevel) advance() {
 	for !tl.done {
 		if tl.cur == nil {
-			if tl.i == len(tl.phases) {
+			if tl.i == tl.np {
 				tl.done = true
 				return
 			}
-			tl.cur = tl.phases[tl.i]()
+			tl.cur = tl.phases[tl.i].start()
 			tl.i++
 			continue
 		}
@@ -213,13 +257,16 @@ func (tl *twoLevel) prepare(reqs []*endpoint.Request) ([]*endpoint.Request, bool
 	return tl.cur.prepare(reqs)
 }
 
-// viaTwoLevel runs a collective in two levels if the communicator's
-// layout calls for it (ok): plan adds the caller's phases, or reports that
-// this collective cannot go in two levels (false: it then runs as one
-// message schedule).
-func (c *Comm[T]) viaTwoLevel(name string, nb bool, check func() error, plan func(t *topo, tl *twoLevel) bool) (q *CollRequest, ok bool, err error) {
+// viaTwoLevel runs o's collective in two levels if the communicator's
+// layout calls for it (ok). If this collective cannot go in two levels
+// (a non-commutative reduction over processes whose ranks interleave), ok
+// is false and it runs as one message schedule.
+func (c *Comm[T]) viaTwoLevel(name string, nb bool, check func() error, a tlArgs[T]) (q *CollRequest, ok bool, err error) {
 	t := c.topology()
 	if t == nil {
+		return nil, false, nil
+	}
+	if (a.kind == kReduce || a.kind == kAllreduce) && !a.op.commutative && !t.contiguous {
 		return nil, false, nil
 	}
 	st, err := c.live()
@@ -233,10 +280,19 @@ func (c *Comm[T]) viaTwoLevel(name string, nb bool, check func() error, plan fun
 		c.ep.Abort(err) // see coll.go
 		return nil, true, err
 	}
-	tl := new(twoLevel)
-	if !plan(t, tl) {
-		return nil, false, nil
+	h := new(tlOp[T])
+	h.tlArgs = a
+	switch h.kind {
+	case kBarrier:
+		c.planBarrier(t, h)
+	case kAllreduce:
+		c.planAllreduce(t, h)
+	case kReduce:
+		c.planReduce(t, h)
+	case kBcast:
+		c.planBcast(t, h)
 	}
+	tl := &h.twoLevel
 	eng, w := st.coll.eng, c.ep.Waiter()
 	eng.add(tl)
 	tl.advance()
@@ -264,101 +320,88 @@ func (c *Comm[T]) viaTwoLevel(name string, nb bool, check func() error, plan fun
 // representatives of a Reduce are not always the leaders, so every rank
 // keeps the leaders' sequence.
 
-func (c *Comm[T]) planBarrier(t *topo, tl *twoLevel) bool {
+func (c *Comm[T]) planBarrier(t *topo, o *tlOp[T]) {
 	if t.node != nil {
-		addShm(tl, t, c.ep, c.size, &shmColl[T]{kind: kGather, root: 0})
+		o.addShm(t, c.ep, c.size, shmColl[T]{kind: kGather, root: 0})
 	}
 	tag := t.lead.next()
 	if t.leader() {
-		tl.addMsg(&t.lead, tag, buildBarrier)
+		o.addMsg(&t.lead, tag, buildBarrier)
 	}
 	if t.node != nil {
-		addShm(tl, t, c.ep, c.size, &shmColl[T]{kind: kBcast, root: 0})
-	}
-	return true
-}
-
-func (c *Comm[T]) planAllreduce(send, recv []T, op Op[T]) func(t *topo, tl *twoLevel) bool {
-	return func(t *topo, tl *twoLevel) bool {
-		if !op.commutative && !t.contiguous {
-			return false
-		}
-		if t.node != nil {
-			var acc []T
-			if t.leader() {
-				acc = recv
-			}
-			addShm(tl, t, c.ep, c.size, &shmColl[T]{kind: kReduce, send: send, recv: acc, op: op, root: 0})
-		} else if !sameSlice(send, recv) {
-			tl.addLocal(func() { copy(recv, send) })
-		}
-		tag := t.lead.next()
-		if t.leader() {
-			tl.addMsg(&t.lead, tag, func(s *sched) { buildAllreduce(s, recv, recv, op) })
-		}
-		if t.node != nil {
-			addShm(tl, t, c.ep, c.size, &shmColl[T]{kind: kBcast, send: recv, recv: recv, root: 0})
-		}
-		return true
+		o.addShm(t, c.ep, c.size, shmColl[T]{kind: kBcast, root: 0})
 	}
 }
 
-func (c *Comm[T]) planReduce(send, recv []T, op Op[T], root int) func(t *topo, tl *twoLevel) bool {
-	return func(t *topo, tl *twoLevel) bool {
-		if !op.commutative && !t.contiguous {
-			return false
-		}
-		rg, ri := t.groupOf(root)
-		repLocal := 0 // the caller's group's representative
-		if t.mine == rg {
-			repLocal = ri
-		}
-		rep := t.local == repLocal
-		// The representatives' buffer: the root's recv, a scratch vector
-		// elsewhere (the vector itself for a rank alone in its process).
+func (c *Comm[T]) planAllreduce(t *topo, o *tlOp[T]) {
+	send, recv, op := o.send, o.recv, o.op
+	if t.node != nil {
 		var acc []T
-		switch {
-		case !rep:
-		case c.rank == root:
+		if t.leader() {
 			acc = recv
-		case t.node == nil:
-			acc = send
-		default:
-			acc = make([]T, len(send))
 		}
-		if t.node != nil {
-			addShm(tl, t, c.ep, c.size, &shmColl[T]{kind: kReduce, send: send, recv: acc, op: op, root: repLocal})
-		} else if c.rank == root && !sameSlice(send, recv) {
-			tl.addLocal(func() { copy(recv, send) })
-		}
-		tag := t.lead.next()
-		if rep {
-			x := t.lead
-			x.comm.Addrs = slices.Clone(x.comm.Addrs)
-			x.comm.Addrs[rg] = c.c.Addrs[root]
-			var out []T
-			if c.rank == root {
-				out = recv
-			}
-			tl.addMsg(&x, tag, func(s *sched) { buildReduce(s, acc, out, op, rg) })
-		}
-		return true
+		o.addShm(t, c.ep, c.size, shmColl[T]{kind: kReduce, send: send, recv: acc, op: op, root: 0})
+	} else if !sameSlice(send, recv) {
+		o.add(phase{local: func() { copy(recv, send) }})
+	}
+	tag := t.lead.next()
+	if t.leader() {
+		o.addMsg(&t.lead, tag, func(s *sched) { buildAllreduce(s, recv, recv, op) })
+	}
+	if t.node != nil {
+		o.addShm(t, c.ep, c.size, shmColl[T]{kind: kBcast, send: recv, recv: recv, root: 0})
 	}
 }
 
-func (c *Comm[T]) planBcast(buf []T, root int) func(t *topo, tl *twoLevel) bool {
-	return func(t *topo, tl *twoLevel) bool {
-		rg, ri := t.groupOf(root)
-		if t.mine == rg && t.node != nil {
-			addShm(tl, t, c.ep, c.size, &shmColl[T]{kind: kBcast, send: buf, recv: buf, root: ri})
+func (c *Comm[T]) planReduce(t *topo, o *tlOp[T]) {
+	send, recv, op, root := o.send, o.recv, o.op, o.root
+	rg, ri := t.groupOf(root)
+	repLocal := 0 // the caller's group's representative
+	if t.mine == rg {
+		repLocal = ri
+	}
+	rep := t.local == repLocal
+	// The representatives' buffer: the root's recv, a scratch vector
+	// elsewhere (the vector itself for a rank alone in its process).
+	var acc []T
+	switch {
+	case !rep:
+	case c.rank == root:
+		acc = recv
+	case t.node == nil:
+		acc = send
+	default:
+		acc = make([]T, len(send))
+	}
+	if t.node != nil {
+		o.addShm(t, c.ep, c.size, shmColl[T]{kind: kReduce, send: send, recv: acc, op: op, root: repLocal})
+	} else if c.rank == root && !sameSlice(send, recv) {
+		o.add(phase{local: func() { copy(recv, send) }})
+	}
+	tag := t.lead.next()
+	if rep {
+		o.x = t.lead
+		o.x.comm.Addrs = slices.Clone(o.x.comm.Addrs)
+		o.x.comm.Addrs[rg] = c.c.Addrs[root]
+		var out []T
+		if c.rank == root {
+			out = recv
 		}
-		tag := t.lead.next()
-		if t.leader() {
-			tl.addMsg(&t.lead, tag, func(s *sched) { buildBcast(s, buf, rg) })
-		}
-		if t.mine != rg && t.node != nil {
-			addShm(tl, t, c.ep, c.size, &shmColl[T]{kind: kBcast, send: buf, recv: buf, root: 0})
-		}
-		return true
+		o.addMsg(&o.x, tag, func(s *sched) { buildReduce(s, acc, out, op, rg) })
+	}
+}
+
+func (c *Comm[T]) planBcast(t *topo, o *tlOp[T]) {
+	buf, root := o.send, o.root
+	rg, ri := t.groupOf(root)
+	if t.mine == rg && t.node != nil {
+		o.addShm(t, c.ep, c.size, shmColl[T]{kind: kBcast, send: buf, recv: buf, root: ri})
+	}
+	tag := t.lead.next()
+	if t.leader() {
+		o.addMsg(&t.lead, tag, func(s *sched) { buildBcast(s, buf, rg) })
+	}
+	if t.mine != rg && t.node != nil {
+		o.addShm(t, c.ep, c.size, shmColl[T]{kind: kBcast, send: buf, recv: buf, root: 0})
 	}
 }
