@@ -21,7 +21,7 @@
 # within a process, two levels across), fibermpi-msg the same with
 # -coll messages (point-to-point schedules only), MPICH and Open MPI as 8
 # processes (oversubscribed on a small machine); 8 B (allreduce) with
-# COLL8_ARGS (-i 200 -x 20) for every contender.
+# COLL8_ARGS (-i 500 -x 50) for every contender.
 #
 # Environment: ROUNDS (6), BUILD (build/bench-mpi), OUT (the output file),
 # LATMT_THREADS (4: latency_mt -t), LATMT_ITERS (1000: latency_mt -i, for
@@ -55,7 +55,7 @@ LATMT_THREADS=${LATMT_THREADS:-4}
 LATMT_ITERS=${LATMT_ITERS:-1000}
 RUN_TIMEOUT=${RUN_TIMEOUT:-900}
 COLL8=${COLL8:-1}
-COLL8_ARGS=${COLL8_ARGS:--i 200 -x 20}
+COLL8_ARGS=${COLL8_ARGS:--i 500 -x 50}
 if [ "$TCP" = 1 ]; then
 	OUT=${OUT:-bench-mpi-tcp$([ "$QUICK" = 1 ] && echo -quick).txt}
 elif [ "$QUICK" = 1 ]; then
