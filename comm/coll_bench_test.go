@@ -301,53 +301,55 @@ func BenchmarkCommDup(b *testing.B) {
 	}
 }
 
-// BenchmarkTwoLevel: Allreduce of 8 B and Barrier over 8 fiber ranks in
-// 2 simulated processes of 4 endpoints each (jobtest's in-memory wire
-// between them), in two levels (shm) and as message schedules over all
-// ranks (msg).
+// BenchmarkTwoLevel: Allreduce of 8 B and Barrier over 2, 4 and 8 fiber
+// ranks in 2 simulated processes (1, 2 and 4 endpoints each; jobtest's
+// in-memory wire between them), in two levels (shm) and as message
+// schedules over all ranks (msg).
 func BenchmarkTwoLevel(b *testing.B) {
-	setup := jobtest.Setups(8)[2] // procs=2/sync
 	for _, bench := range []string{"Allreduce8B", "Barrier"} {
-		for _, path := range benchPaths {
-			b.Run(fmt.Sprintf("%s/%s/path=%s", bench, setup.Name, path.name), func(b *testing.B) {
-				var total atomic.Int64
-				err := jobtest.RunSetup(setup, 8, endpoint.ThreadSingle, func(ep *endpoint.Endpoint) error {
-					c, err := World[float64](ep)
-					if err != nil {
-						return err
-					}
-					usePath(c, path.path)
-					buf := []float64{1}
-					op := func() error {
-						if bench == "Barrier" {
-							return c.Barrier()
+		for _, ranks := range []int{2, 4, 8} {
+			setup := jobtest.Setups(ranks)[2] // procs=2/sync
+			for _, path := range benchPaths {
+				b.Run(fmt.Sprintf("%s/%s/ranks=%d/path=%s", bench, setup.Name, ranks, path.name), func(b *testing.B) {
+					var total atomic.Int64
+					err := jobtest.RunSetup(setup, ranks, endpoint.ThreadSingle, func(ep *endpoint.Endpoint) error {
+						c, err := World[float64](ep)
+						if err != nil {
+							return err
 						}
-						return c.Allreduce(buf, buf, Sum[float64]())
-					}
-					if c.Rank() == 0 {
-						done := int64(0)
-						for b.Loop() {
-							done++
+						usePath(c, path.path)
+						buf := []float64{1}
+						op := func() error {
+							if bench == "Barrier" {
+								return c.Barrier()
+							}
+							return c.Allreduce(buf, buf, Sum[float64]())
+						}
+						if c.Rank() == 0 {
+							done := int64(0)
+							for b.Loop() {
+								done++
+								if err := op(); err != nil {
+									return err
+								}
+							}
+							total.Store(done + 1)
+							return op()
+						}
+						for done := int64(1); ; done++ {
 							if err := op(); err != nil {
 								return err
 							}
+							if t := total.Load(); t != 0 && done >= t {
+								return nil
+							}
 						}
-						total.Store(done + 1)
-						return op()
-					}
-					for done := int64(1); ; done++ {
-						if err := op(); err != nil {
-							return err
-						}
-						if t := total.Load(); t != 0 && done >= t {
-							return nil
-						}
+					})
+					if err != nil {
+						b.Fatal(err)
 					}
 				})
-				if err != nil {
-					b.Fatal(err)
-				}
-			})
+			}
 		}
 	}
 }
