@@ -41,10 +41,10 @@ import (
 // reported. With ProgressCaller a Wait on a request other than the blocking
 // Send and Recv is not seen as blocked. A goroutine that sends without
 // being registered is invisible. Between processes each process can tell
-// only its own part (Process.Deadlocked); deciding needs the others'
-// parts and the transport's count of packets in flight, which the launcher
-// gathers, so the watchdog ends the job by itself only when every
-// endpoint of the callers' worlds lives in this process.
+// only its own part (Process.Deadlocked); deciding needs every process's
+// part and a count of the packets in flight between them, which only the
+// launcher can gather (not built yet), so the watchdog ends the job by
+// itself only in a job of one process.
 
 // Defaults of Watch.
 const (
@@ -356,23 +356,11 @@ func (k *caller) blockedOn() (blockMark, bool) {
 	return blockMark{}, false
 }
 
-// allLocal reports whether every endpoint of the registered callers'
-// worlds lives in this process: only then can the watchdog decide alone.
-func (p *Process) allLocal() bool {
-	if p.procs == 1 {
-		return true
-	}
-	p.job.mu.Lock()
-	defer p.job.mu.Unlock()
-	for k := range p.job.callers {
-		for _, a := range k.h.world.Addrs {
-			if p.layout.Owner(a) != p.rank {
-				return false
-			}
-		}
-	}
-	return true
-}
+// allLocal reports whether every endpoint of the job lives in this
+// process: only then can the watchdog decide alone. Every world of a job of
+// several processes spans them all (Init and CreateEndpoints are
+// collective over the processes).
+func (p *Process) allLocal() bool { return p.procs == 1 }
 
 // Deadlocked reports this process's part of a deadlock: if every caller
 // registered here is blocked in a fibermpi call, what each waits for and

@@ -57,7 +57,6 @@ const (
 // select on it in a fiber blocks its worker, and every fiber of it.
 type Request struct {
 	ev     fiber.Event
-	kind   reqKind
 	ep     *core
 	key    match.Key // a receive's key, for Cancel
 	buf    []byte    // receive buffer, or the data of a rendezvous send
@@ -66,10 +65,11 @@ type Request struct {
 	// Rendezvous state.
 	id          uint64    // registry id while a rendezvous is in flight
 	peer        rdma.Addr // the other side
+	kind        reqKind   // (here, with the flags, to fill peer's word)
+	hasRegion   bool      // region is registered (a receive's buffer)
+	offered     bool      // the buffer was offered to the sender (offer.go)
+	withdrawing bool      // Cancel asked the sender to withdraw the offer
 	region      rdma.Region
-	hasRegion   bool // region is registered (a receive's buffer)
-	offered     bool // the buffer was offered to the sender (offer.go)
-	withdrawing bool // Cancel asked the sender to withdraw the offer
 
 	// doneCh is made on the first Done call; complete closes it.
 	doneCh atomic.Pointer[doneState]

@@ -17,3 +17,12 @@ func futexWake(*atomic.Uint32) { panic("fiber: no futex on this platform") }
 // pause is an idle worker's wait between two looks at its run queue once it
 // has spun hot for a while: here a busy wait of steps backoff steps.
 func pause(steps int) { backoff(steps) }
+
+// backoff burns roughly steps × spinPause loads without touching shared
+// memory or the Go scheduler: pause where the OS cannot yield.
+func backoff(steps int) {
+	var sink atomic.Uint32
+	for range steps * spinPause {
+		sink.Load()
+	}
+}

@@ -200,15 +200,6 @@ func (w *worker) loop() {
 	}
 }
 
-// backoff burns roughly steps × spinPause loads without touching shared
-// memory or the Go scheduler: pause where the OS cannot yield.
-func backoff(steps int) {
-	var sink atomic.Uint32
-	for range steps * spinPause {
-		sink.Load()
-	}
-}
-
 // sleep parks the worker until signal, Spawn or Close wakes it, or, when an
 // idle hook is set, until PollInterval passes so the hook runs again.
 func (w *worker) sleep() {
