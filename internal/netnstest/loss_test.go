@@ -34,7 +34,13 @@ func TestNodeLoss(t *testing.T) {
 		return
 	}
 	cmd := fmpitest.TestCommand(t, 0)
-	opts := fmpitest.Options{Env: []string{expectEnv + "=nodes"}, Timeout: time.Minute}
+	// The survivors stay after their calls fail (lossChild) and fmpirun
+	// must not kill them before their own transports have reported.
+	opts := fmpitest.Options{
+		Env:     []string{expectEnv + "=nodes"},
+		Flags:   []string{"-grace=" + (lossBound + 5*time.Second).String()},
+		Timeout: 2 * time.Minute,
+	}
 	n, err := makeNetns(t, false)
 	if err != nil {
 		fmt.Printf("netnstest: no network namespaces (%v): every process on loopback, all pairs over TCP\n", err)
@@ -92,8 +98,8 @@ func TestNodeLoss(t *testing.T) {
 }
 
 // lossChild exchanges messages with the process opposite until that
-// fails, reports the error, and exits (the job is broken: Finalize would
-// wait for the lost processes).
+// fails, reports the error, and waits to be ended (the job is broken:
+// Finalize would wait for the lost processes).
 func lossChild() {
 	fail := func(err error) {
 		fmt.Printf("netnstest: setup failed: %v\n", err)
@@ -118,6 +124,11 @@ func lossChild() {
 	for {
 		if _, err := c.Sendrecv(out, peer, 3, in, peer, 3); err != nil {
 			fmt.Printf("netnstest: rank %d lost: %s\n", me, strings.ReplaceAll(err.Error(), "\n", " "))
+			// fmpirun's notice of the kill may reach this process
+			// (Process.Abort) before its own connection's reader has
+			// seen the close: stay until the parent has read the
+			// transport's report too (it ends the job with SIGTERM).
+			time.Sleep(lossBound)
 			os.Exit(3)
 		}
 	}
