@@ -7,6 +7,8 @@
 #
 #   scripts/bench-mpi.sh            every size (OSU's ranges), output bench-mpi.txt
 #   scripts/bench-mpi.sh -quick     8 B and 1 MiB only, output bench-mpi-quick.txt
+#   scripts/bench-mpi.sh -coll8     only the 8-rank collectives below, output
+#                                   bench-mpi-coll8.txt
 #   scripts/bench-mpi.sh -tcp       latency and bw between processes over loopback
 #                                   TCP only (with -quick: 8 B and 1 MiB), output
 #                                   bench-mpi-tcp.txt: fibermpi with
@@ -37,12 +39,14 @@ cd "$(dirname "$0")/.."
 
 QUICK=0
 TCP=0
+ONLY8=0
 for arg in "$@"; do
 	case "$arg" in
 	-quick) QUICK=1 ;;
 	-tcp) TCP=1 ;;
+	-coll8) ONLY8=1 ;;
 	*)
-		echo "usage: $0 [-quick] [-tcp]" >&2
+		echo "usage: $0 [-quick] [-tcp] [-coll8]" >&2
 		exit 2
 		;;
 	esac
@@ -56,7 +60,9 @@ LATMT_ITERS=${LATMT_ITERS:-1000}
 RUN_TIMEOUT=${RUN_TIMEOUT:-900}
 COLL8=${COLL8:-1}
 COLL8_ARGS=${COLL8_ARGS:--i 500 -x 50}
-if [ "$TCP" = 1 ]; then
+if [ "$ONLY8" = 1 ]; then
+	OUT=${OUT:-bench-mpi-coll8.txt}
+elif [ "$TCP" = 1 ]; then
 	OUT=${OUT:-bench-mpi-tcp$([ "$QUICK" = 1 ] && echo -quick).txt}
 elif [ "$QUICK" = 1 ]; then
 	OUT=${OUT:-bench-mpi-quick.txt}
@@ -130,6 +136,13 @@ BENCHES8=(allreduce barrier)
 CONTENDERS8=(fibermpi fibermpi-msg mpich openmpi)
 if [ "$TCP" = 1 ] || [ "$COLL8" = 0 ] || [ ${#FMPI_LAUNCH[@]} = 0 ]; then
 	BENCHES8=()
+fi
+if [ "$ONLY8" = 1 ]; then
+	if [ ${#BENCHES8[@]} = 0 ]; then
+		echo "$0: -coll8 needs fmpirun and neither -tcp nor COLL8=0" >&2
+		exit 2
+	fi
+	BENCHES=()
 fi
 if [ "$QUICK" = 1 ]; then
 	VARIANTS=("8b:-m 8:8" "1mib:-m 1048576:1048576")
@@ -216,7 +229,8 @@ for round in $(seq 1 "$ROUNDS"); do
 			mkdir -p "$dir"
 			mapfile -t cmd < <(command8_of "$who" "$b")
 			# shellcheck disable=SC2206 # the flags are words on purpose
-			cmd+=($([ "$b" = allreduce ] && echo "-m 8:8") $COLL8_ARGS)
+			if [ "$b" = allreduce ]; then cmd+=(-m 8:8); fi
+			cmd+=($COLL8_ARGS)
 			echo "== round $round/$ROUNDS $b 8 ranks $who: ${cmd[*]}"
 			run1 "$dir/r$round.txt" "${cmd[@]}"
 		done
