@@ -129,7 +129,12 @@ type Options struct {
 	// Transport carries the packets; nil means a new in-process transport
 	// (the embedded default).
 	Transport rdma.Transport
-	// Fiber configures the scheduler beyond Workers (pinning, idle).
+	// Fiber configures the scheduler beyond Workers (pinning, idle). In a
+	// job of several processes on one node, each process binds itself and
+	// pins its workers to CPUs of its own when they fit, unless Fiber.Pin
+	// is set or FIBERMPI_BIND=none (EnvBind); over shared memory an idle
+	// worker's sleep ends at the first arrival (Fiber.Alarm is set to the
+	// transport's unless given).
 	Fiber fiber.Config
 	// Progress says who polls the transport (default ProgressIdle).
 	Progress ProgressMode
