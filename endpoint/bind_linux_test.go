@@ -15,8 +15,8 @@ import (
 )
 
 // TestProcessesBoundToOwnCPUs: two processes of one node with one worker
-// each are bound to one CPU each, different ones, when the node has two
-// CPUs for them; with FIBERMPI_BIND=none neither is bound.
+// each are bound to half of the CPUs each, different halves; with
+// FIBERMPI_BIND=none neither is bound.
 func TestProcessesBoundToOwnCPUs(t *testing.T) {
 	if fmpitest.Child() {
 		bindChild(t)
@@ -38,8 +38,9 @@ func TestProcessesBoundToOwnCPUs(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("%d processes reported their CPUs, want 2:\n%s", len(got), out)
 	}
-	if got[0][2] != "1" || got[1][2] != "1" || got[0][3] == got[1][3] {
-		t.Fatalf("want each process bound to one CPU of its own, got %q and %q", got[0][0], got[1][0])
+	half := fmt.Sprint(set.Count() / 2)
+	if got[0][2] != half || got[1][2] != half || got[0][3] == got[1][3] {
+		t.Fatalf("want each process bound to %s CPUs of its own, got %q and %q", half, got[0][0], got[1][0])
 	}
 	out, err = fmpitest.RunTest(t, 2, fmpitest.Options{Env: []string{endpoint.EnvBind + "=none"}})
 	if err != nil {
