@@ -393,7 +393,7 @@ func TestCallerRequests(t *testing.T) {
 // TestRunGoroutines runs ranks on plain goroutines and reports each rank's
 // error with its rank.
 func TestRunGoroutines(t *testing.T) {
-	err := RunGoroutines(ThreadSingle, Options{Workers: 1}, 3, func(ep *Endpoint) error {
+	err := RunGoroutinesWith(ThreadSingle, Options{Workers: 1}, 3, func(ep *Endpoint) error {
 		if ep.Waiter().Fiber() != nil {
 			return errors.New("a goroutine rank has a fiber waiter")
 		}
@@ -403,7 +403,7 @@ func TestRunGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
-	err = RunGoroutines(ThreadSingle, Options{Workers: 1}, 3, func(ep *Endpoint) error {
+	err = RunGoroutinesWith(ThreadSingle, Options{Workers: 1}, 3, func(ep *Endpoint) error {
 		if ep.Rank() == 2 {
 			return boom
 		}

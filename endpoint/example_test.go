@@ -78,7 +78,7 @@ func ExampleRunGoroutines_errors() {
 	runs := []struct {
 		name string
 		run  func(endpoint.ThreadLevel, endpoint.Options, int, func(*endpoint.Endpoint) error) error
-	}{{"RunWith", endpoint.RunWith}, {"RunGoroutines", endpoint.RunGoroutines}}
+	}{{"RunWith", endpoint.RunWith}, {"RunGoroutines", endpoint.RunGoroutinesWith}}
 	for _, r := range runs {
 		for _, how := range []string{"error", "panic"} {
 			var waiting error

@@ -694,13 +694,20 @@ func RunContext(ctx context.Context, level ThreadLevel, opts Options, k int, fn 
 	return run(ctx, level, opts, k, fn, false)
 }
 
-// RunGoroutines is RunWith with each rank on a plain goroutine instead of a
+// RunGoroutines is Run with each rank on a plain goroutine instead of a
 // fiber: blocking calls park the goroutine the Go way, and a rank may use
-// channels, mutexes and time.Sleep freely. Errors, panics, aborts and
-// deadlocks end the job exactly as in Run. Use ThreadMultiple if a rank's
-// goroutine starts more goroutines that call through the same endpoint
-// (each registering its own handle).
-func RunGoroutines(level ThreadLevel, opts Options, k int, fn func(*Endpoint) error) error {
+// channels, mutexes, select and time.Sleep freely. fn's handle is
+// registered with its goroutine already: no package fiber needed. Errors,
+// panics, aborts and deadlocks end the job exactly as in Run. Options and
+// a thread level go to RunGoroutinesWith.
+func RunGoroutines(k int, fn func(*Endpoint) error) error {
+	return RunGoroutinesWith(ThreadSingle, Options{}, k, fn)
+}
+
+// RunGoroutinesWith is RunGoroutines with a thread level and options. Use
+// ThreadMultiple if a rank's goroutine starts more goroutines that call
+// through the same endpoint (each registering its own handle).
+func RunGoroutinesWith(level ThreadLevel, opts Options, k int, fn func(*Endpoint) error) error {
 	return RunGoroutinesContext(context.Background(), level, opts, k, fn)
 }
 
