@@ -181,7 +181,7 @@ func RunGoroutines[E any](t *testing.T, n int, fn func(t *T, c *comm.Comm[E])) {
 // Config says how RunWith runs the ranks. The zero value is Run's: fibers,
 // endpoint.ThreadSingle, default options.
 type Config struct {
-	Goroutines bool                // plain goroutines instead of fibers
+	Goroutines bool                 // plain goroutines instead of fibers
 	Level      endpoint.ThreadLevel // the endpoints' thread level
 	Options    endpoint.Options     // the process's options
 }
