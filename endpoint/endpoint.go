@@ -56,7 +56,7 @@ const (
 // the fiber or goroutine that will make calls through it, and the blocking
 // calls of that handle then wait the caller's way (a fiber yields to its
 // worker, a goroutine parks). Registration is Snir's MPI_Endpoint_register
-// (seed 004 §2.3); the endpoint's thread level says how many handles may be
+// (Snir 2009 §2.3); the endpoint's thread level says how many handles may be
 // registered at once and whether they may call at the same time.
 //
 // A registered handle belongs to its caller: pass it to no other goroutine.
@@ -99,7 +99,7 @@ func (e *Endpoint) Size() int { return e.world.Size() }
 func (e *Endpoint) World() Comm { return e.world }
 
 // Process returns the communicator of this process's endpoints from the
-// same CreateEndpoints call (seed 004's MPI_COMM_PROCESS).
+// same CreateEndpoints call (Snir 2009's MPI_COMM_PROCESS).
 func (e *Endpoint) Process() Comm { return e.proc }
 
 // Addr returns the endpoint's transport address.

@@ -274,7 +274,7 @@ func TestUnregisteredAndFinalized(t *testing.T) {
 	}
 }
 
-// TestFig2NoDeadlock is seed 002 Fig. 2: two processes, two threads each;
+// TestFig2NoDeadlock is Gropp and Thakur 2007 Fig. 2: two processes, two threads each;
 // on each process one thread receives from the other process and then the
 // other thread sends to it. With a blocking receive that held a lock, one
 // thread order deadlocks; here every order must finish. Each process is
