@@ -14,7 +14,7 @@ import (
 
 // Every rank says hello to rank 0, which receives from each rank in turn
 // and so prints the greetings in rank order, whatever order they arrived in.
-func Example_helloRanks() {
+func ExampleComm_Recv() {
 	err := endpoint.Run(4, func(ep *endpoint.Endpoint) error {
 		c, err := comm.World[byte](ep)
 		if err != nil {
@@ -44,7 +44,7 @@ func Example_helloRanks() {
 
 // Two ranks bat a counter back and forth: rank 0 serves, rank 1 returns it
 // one higher. Each Recv yields the rank's fiber until the ball arrives.
-func Example_pingPong() {
+func ExampleComm_Send() {
 	const rounds = 3
 	err := endpoint.Run(2, func(ep *endpoint.Endpoint) error {
 		c, err := comm.World[int](ep)

@@ -74,7 +74,7 @@ func ExampleProcess_CreateEndpoints() {
 // ranks waiting for it get an *AbortError that names it, so they return
 // at once, and Run returns its failure first — its error, or its panic as
 // a *PanicError (with the stack).
-func ExampleRunGoroutines_errors() {
+func ExampleRunWith_errors() {
 	runs := []struct {
 		name string
 		run  func(endpoint.ThreadLevel, endpoint.Options, int, func(*endpoint.Endpoint) error) error
