@@ -9,7 +9,7 @@ import (
 
 // A WaitGroup joins fibers, and any number of fibers and goroutines may
 // wait on it at once; a fiber's Wait yields to its worker.
-func ExampleWaitGroup() {
+func ExampleWaitGroup_Wait() {
 	s, _ := fiber.New(fiber.Config{Workers: 1})
 	defer s.Close()
 	var work fiber.WaitGroup
@@ -27,7 +27,7 @@ func ExampleWaitGroup() {
 
 // A Mutex may be held across a yield: the fibers waiting for it yield too,
 // so the worker runs the holder to its Unlock.
-func ExampleMutex() {
+func ExampleMutex_Lock() {
 	s, _ := fiber.New(fiber.Config{Workers: 1})
 	defer s.Close()
 	var mu fiber.Mutex
