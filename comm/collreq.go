@@ -3,6 +3,7 @@ package comm
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
@@ -21,13 +22,14 @@ import (
 // learns of the end through the channel, or through a function run at the
 // end (notify), and only then reads err.
 type handoff struct {
-	ch  chan struct{} // closed at the end
-	w   *fiber.Waiter // the caller's waiter
-	st  *state        // the communicator reference, released at the end
-	mu  sync.Mutex    // guards end, fns and err
-	end bool
-	fns []func()
-	err error
+	ch   chan struct{} // closed at the end
+	w    *fiber.Waiter // the caller's waiter
+	keep bool          // the caller progresses it still (see Done)
+	st   *state        // the communicator reference, released at the end
+	mu   sync.Mutex    // guards end, fns and err
+	end  bool
+	fns  []func()
+	err  error
 }
 
 // Done returns a channel that is closed when the collective completes, for
@@ -46,39 +48,72 @@ func (q *CollRequest) Done() <-chan struct{} {
 	if q.h != nil {
 		return q.h.ch
 	}
-	h := &handoff{ch: make(chan struct{}), w: q.s.x.ep.Waiter(), st: q.st}
+	h := &handoff{ch: make(chan struct{}), w: q.w, st: q.st}
 	q.st = nil
 	q.h = h
-	s := q.s
-	if s.done {
-		h.finish(s.err)
+	op := q.op
+	if op.finished() {
+		h.finish(op.failure())
 		return h.ch
 	}
-	// From here the caller's engine forgets s, and s works through a copy
-	// of its context with the helper's handle and an engine of its own.
-	s.x.eng.remove(s)
-	hw := fiber.NewGoroutineWaiter()
-	helper, err := s.x.ep.RegisterHelper(hw)
+	rb, ok := op.(rebinder)
+	if !ok {
+		// A collective in two levels (twolevel.go) builds its stages as
+		// it goes, on the caller's handle: it stays with the caller, and
+		// the channel closes when the caller's Test or Wait (or any wait
+		// of the caller) finds it complete.
+		h.keep = true
+		return h.ch
+	}
+	// From here the caller's engine forgets op, which works through the
+	// helper's handle and an engine of its own.
+	q.eng.remove(op)
+	helper, err := rb.handle().RegisterHelper(fiber.NewGoroutineWaiter())
 	if err != nil {
-		s.abort(err)
-		h.finish(s.err)
+		h.finish(err)
 		return h.ch
 	}
-	x := *s.x
-	x.ep, x.eng = helper, &engine{active: []*sched{s}}
-	s.x = &x
+	rb.rebind(helper)
+	eng := &engine{active: []collOp{op}}
 	go func() {
-		err := s.finishAll()
+		eng.wait(helper.Waiter(), op)
 		_ = helper.Unregister()
-		h.finish(err)
+		h.finish(op.failure())
 	}()
 	return h.ch
+}
+
+// rebinder is a collective that can move to a helper's handle: a message
+// schedule, or a collective through memory.
+type rebinder interface {
+	handle() *endpoint.Endpoint // the caller's
+	rebind(ep *endpoint.Endpoint)
+}
+
+func (s *sched) handle() *endpoint.Endpoint   { return s.x.ep }
+func (x *shmBase) handle() *endpoint.Endpoint { return x.ep }
+
+// rebind moves a schedule to ep: its later rounds go through ep, and its
+// waits use ep's waiter.
+func (s *sched) rebind(ep *endpoint.Endpoint) {
+	x := *s.x
+	x.ep = ep
+	s.x = &x
+}
+
+// rebind moves a collective through memory to ep's caller.
+func (x *shmBase) rebind(ep *endpoint.Endpoint) {
+	x.ep, x.proc, x.w = ep, ep.Proc(), ep.Waiter()
 }
 
 // finish records the collective's end: err, the channel, the waiting
 // functions, the communicator reference.
 func (h *handoff) finish(err error) {
 	h.mu.Lock()
+	if h.end {
+		h.mu.Unlock()
+		return
+	}
 	h.end, h.err = true, err
 	fns := h.fns
 	h.fns = nil
@@ -132,27 +167,14 @@ func (h *handoff) waitContext(ctx context.Context) error {
 	return err
 }
 
-// remove drops s from the engine's collectives (Done handed it over).
-func (e *engine) remove(s *sched) {
+// remove drops op from the engine's collectives (Done handed it over).
+func (e *engine) remove(op collOp) {
 	for i, a := range e.active {
-		if a == s {
+		if a == op {
 			e.active = append(e.active[:i], e.active[i+1:]...)
 			return
 		}
 	}
-}
-
-// pendingInto appends the engine's requests still in flight: what a wait
-// of its caller must wake for so that its collectives keep moving.
-func (e *engine) pendingInto(dst []*endpoint.Request) []*endpoint.Request {
-	for _, a := range e.active {
-		for _, r := range a.reqs {
-			if !r.Test() {
-				dst = append(dst, r)
-			}
-		}
-	}
-	return dst
 }
 
 // WaitContext waits until the collective completes, as Wait does (a fiber
@@ -165,43 +187,65 @@ func (q *CollRequest) WaitContext(ctx context.Context) error {
 	if q == nil {
 		return endpoint.ErrNilRequest
 	}
-	if q.h != nil {
+	if q.h != nil && !q.h.keep {
 		return q.h.waitContext(ctx)
 	}
 	if ctx.Done() == nil {
 		return q.Wait()
 	}
-	s := q.s
-	eng, w := s.x.eng, s.x.ep.Waiter()
+	// Poll and wait with a limit: a fiber yields between looks, and the
+	// wait wakes for any of the caller's collectives' messages.
 	var pend []*endpoint.Request
 	for {
-		eng.poll()
-		if s.done {
-			q.finish()
-			return s.err
+		q.eng.poll()
+		if q.op.finished() {
+			return q.complete()
 		}
-		pend = eng.pendingInto(pend[:0])
-		if _, err := endpoint.WaitAnyContext(ctx, w, pend...); err != nil && ctx.Err() != nil {
-			return ctx.Err()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		pend, shm, ready := q.eng.pendingInto(pend[:0])
+		switch {
+		case ready:
+		case len(pend) > 0 && !shm:
+			_, _ = endpoint.WaitAnyContext(ctx, q.w, pend...)
+		default:
+			fiber.Sleep(q.w, 20*time.Microsecond) // memory collectives: look again soon
 		}
 	}
 }
 
+// complete ends a completed collective at its caller: the reference, the
+// handed-over channel (keep), the error.
+func (q *CollRequest) complete() error {
+	q.finish()
+	return q.op.failure()
+}
+
+// pendingInto appends the requests in flight of the engine's message
+// schedules, and says whether a collective through memory is pending
+// (shm) and whether one may progress at once (ready).
+func (e *engine) pendingInto(dst []*endpoint.Request) (out []*endpoint.Request, shm, ready bool) {
+	for _, a := range e.active {
+		var sh, rd bool
+		dst, sh, rd = a.prepare(dst)
+		if sh {
+			a.unprepare()
+		}
+		shm, ready = shm || sh, ready || rd
+	}
+	return dst, shm, ready
+}
+
 // base, waiter, done and collective make *CollRequest a Waitable.
 func (q *CollRequest) base() *endpoint.Request { return nil }
-func (q *CollRequest) waiter() *fiber.Waiter {
-	if q.h != nil {
-		return q.h.w
-	}
-	return q.s.x.ep.Waiter()
-}
+func (q *CollRequest) waiter() *fiber.Waiter   { return q.w }
 func (q *CollRequest) done() error {
-	if q.h != nil {
+	if q.h != nil && !q.h.keep {
 		_, err := q.h.test()
 		return err
 	}
-	q.finish()
-	return q.s.err
+	return q.complete()
 }
 func (q *CollRequest) collective() *CollRequest { return q }
 

@@ -34,8 +34,9 @@ func newContext(ep *endpoint.Endpoint, x *collCtx, parent uint32) (uint32, error
 func (c *Comm[T]) derive(id uint32, addrs []rdma.Addr, rank int) *Comm[T] {
 	nc := endpoint.Comm{Context: id, Addrs: addrs}
 	c.ep.NoteComm(nc) // for deadlock reports
-	return &Comm[T]{ep: c.ep, c: nc, rank: rank, elem: c.elem, size: c.size,
-		x: newState(c.ep, nc, rank, true, c.st().coll.eng)}
+	x := newState(c.ep, nc, rank, true, c.st().coll.eng)
+	x.path = c.st().path
+	return &Comm[T]{ep: c.ep, c: nc, rank: rank, elem: c.elem, size: c.size, x: x}
 }
 
 // Dup returns a new communicator with the same ranks and a new context:
@@ -202,6 +203,9 @@ func (c *Comm[T]) Free() error {
 	}
 	if !st.owned {
 		return ErrNotFreeable
+	}
+	if a := c.area(); a != nil {
+		a.release()
 	}
 	st.freed = true
 	c.c = endpoint.Comm{Context: c.c.Context}

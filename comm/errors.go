@@ -79,6 +79,9 @@ var (
 	// ErrOverlap is returned when a send and a receive buffer overlap
 	// without being the same slice (the same slice means in place).
 	ErrOverlap = errors.New("comm: send and receive buffers overlap")
+	// ErrPath is returned by SetCollPath for an unknown path, or for a
+	// communicator whose collectives have started on another.
+	ErrPath = errors.New("comm: cannot set the collective path")
 	// ErrFreed is returned by calls on a freed communicator.
 	ErrFreed = errors.New("comm: communicator freed")
 	// ErrNotFreeable is returned by Free on a world or other communicator

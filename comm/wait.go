@@ -2,6 +2,7 @@ package comm
 
 import (
 	"context"
+	"time"
 
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
@@ -143,6 +144,7 @@ func WaitAnyContext(ctx context.Context, reqs ...Waitable) (int, error) {
 		// the end of any collective handed to its own goroutine.
 		pend, engines = pend[:0], engines[:0]
 		var handed []*handoff
+		viaMemory := false // a collective through memory: look again soon
 		for _, q := range reqs {
 			if isNil(q) {
 				continue
@@ -151,12 +153,14 @@ func WaitAnyContext(ctx context.Context, reqs ...Waitable) (int, error) {
 			switch {
 			case c == nil:
 				pend = append(pend, q.base())
-			case c.h != nil:
+			case c.h != nil && !c.h.keep:
 				handed = append(handed, c.h)
 			default:
-				if e := c.s.x.eng; !containsEngine(engines, e) {
+				if e := c.eng; !containsEngine(engines, e) {
 					engines = append(engines, e)
-					pend = e.pendingInto(pend)
+					var sh, rd bool
+					pend, sh, rd = e.pendingInto(pend)
+					viaMemory = viaMemory || sh || rd
 				}
 			}
 		}
@@ -168,6 +172,8 @@ func WaitAnyContext(ctx context.Context, reqs ...Waitable) (int, error) {
 			}
 		}
 		switch {
+		case viaMemory:
+			fiber.Sleep(w, 20*time.Microsecond)
 		case len(pend) > 0 && wctx.Done() == nil:
 			_, _ = endpoint.WaitAny(w, pend...)
 		case len(pend) > 0:
