@@ -204,6 +204,42 @@ func (x *shmColl[T]) checkKinds() {
 	}
 }
 
+// exchange runs the shape the all-to-all kinds share: publish the rank's
+// part (publish), wait for every rank's, read them (compute), then — unless
+// the rank's part went inline (x.inl) — wait for every rank to have read
+// it before the send buffer is the caller's again.
+func (x *shmColl[T]) exchange(publish, compute func()) bool {
+	for {
+		switch x.pc {
+		case 0:
+			if !x.free() {
+				return false
+			}
+			publish()
+			x.pc = 1
+			x.arrive(&x.cl.arr.v)
+		case 1:
+			if !x.await(&x.cl.arr.v, uint64(x.a.n)) {
+				return false
+			}
+			if invariantsOn {
+				x.checkKinds()
+			}
+			compute()
+			x.exit()
+			if x.inl {
+				return x.end()
+			}
+			x.pc = 2
+		case 2:
+			if !x.over() {
+				return false
+			}
+			return x.end()
+		}
+	}
+}
+
 func (x *shmColl[T]) barrier() bool {
 	cl := x.cl
 	for {
@@ -444,54 +480,30 @@ func (x *shmColl[T]) reduce() bool {
 }
 
 func (x *shmColl[T]) allgather() bool {
-	cl, n := x.cl, x.a.n
-	for {
-		switch x.pc {
-		case 0:
-			if !x.free() {
-				return false
-			}
-			x.pubSend(len(x.send)*x.size <= shmInlineMax)
-			x.pc = 1
-			x.arrive(&cl.arr.v)
-		case 1:
-			if !x.await(&cl.arr.v, uint64(n)) {
-				return false
-			}
-			if invariantsOn {
-				x.checkKinds()
-			}
-			per := 0
-			if n > 0 {
-				per = len(x.recv) / n
-			}
-			for j := range n {
-				cnt, off := x.blk(j, per)
-				dst := x.recv[off : off+cnt]
-				if j == x.me {
-					if !sameSlice(dst, x.send) {
-						copy(dst, x.send)
-					}
-					continue
-				}
-				src := x.src(j)
-				if len(src) != cnt {
-					x.fail(j, cnt*x.size, len(src)*x.size)
-				}
-				copy(dst, src)
-			}
-			x.exit()
-			if x.inl {
-				return x.end()
-			}
-			x.pc = 2
-		case 2:
-			if !x.over() {
-				return false
-			}
-			return x.end()
+	n := x.a.n
+	return x.exchange(func() {
+		x.pubSend(len(x.send)*x.size <= shmInlineMax)
+	}, func() {
+		per := 0
+		if n > 0 {
+			per = len(x.recv) / n
 		}
-	}
+		for j := range n {
+			cnt, off := x.blk(j, per)
+			dst := x.recv[off : off+cnt]
+			if j == x.me {
+				if !sameSlice(dst, x.send) {
+					copy(dst, x.send)
+				}
+				continue
+			}
+			src := x.src(j)
+			if len(src) != cnt {
+				x.fail(j, cnt*x.size, len(src)*x.size)
+			}
+			copy(dst, src)
+		}
+	})
 }
 
 func (x *shmColl[T]) gather() bool {
@@ -659,133 +671,64 @@ func (x *shmColl[T]) scatter() bool {
 }
 
 func (x *shmColl[T]) alltoall() bool {
-	cl, n := x.cl, x.a.n
-	for {
-		switch x.pc {
-		case 0:
-			if !x.free() {
-				return false
+	n := x.a.n
+	return x.exchange(func() {
+		x.pubSend(len(x.send)*x.size <= shmInlineMax)
+	}, func() {
+		per := len(x.recv) / n
+		for j := range n {
+			src := x.src(j)
+			sper := len(src) / n
+			if sper != per {
+				x.fail(j, per*x.size, sper*x.size)
 			}
-			x.pubSend(len(x.send)*x.size <= shmInlineMax)
-			x.pc = 1
-			x.arrive(&cl.arr.v)
-		case 1:
-			if !x.await(&cl.arr.v, uint64(n)) {
-				return false
-			}
-			if invariantsOn {
-				x.checkKinds()
-			}
-			per := len(x.recv) / n
-			for j := range n {
-				src := x.src(j)
-				sper := len(src) / n
-				if sper != per {
-					x.fail(j, per*x.size, sper*x.size)
-				}
-				copy(x.recv[j*per:(j+1)*per], src[x.me*sper:(x.me+1)*sper])
-			}
-			x.exit()
-			if x.inl {
-				return x.end()
-			}
-			x.pc = 2
-		case 2:
-			if !x.over() {
-				return false
-			}
-			return x.end()
+			copy(x.recv[j*per:(j+1)*per], src[x.me*sper:(x.me+1)*sper])
 		}
-	}
+	})
 }
 
 func (x *shmColl[T]) alltoallv() bool {
 	cl, n := x.cl, x.a.n
-	for {
-		switch x.pc {
-		case 0:
-			if !x.free() {
-				return false
+	return x.exchange(func() {
+		p := x.pubSend(false)
+		p.counts, p.displs = x.scounts, x.sdispls
+	}, func() {
+		for j := range n {
+			p := &cl.pub[j]
+			sc, sd := p.counts[x.me], p.displs[x.me]
+			src := view[T](p.send, p.n/x.size)[sd : sd+sc]
+			dst := x.recv[x.displs[j] : x.displs[j]+x.counts[j]]
+			if sc != len(dst) {
+				x.fail(j, len(dst)*x.size, sc*x.size)
 			}
-			p := x.pubSend(false)
-			p.counts, p.displs = x.scounts, x.sdispls
-			x.pc = 1
-			x.arrive(&cl.arr.v)
-		case 1:
-			if !x.await(&cl.arr.v, uint64(n)) {
-				return false
-			}
-			if invariantsOn {
-				x.checkKinds()
-			}
-			for j := range n {
-				p := &cl.pub[j]
-				sc, sd := p.counts[x.me], p.displs[x.me]
-				src := view[T](p.send, p.n/x.size)[sd : sd+sc]
-				dst := x.recv[x.displs[j] : x.displs[j]+x.counts[j]]
-				if sc != len(dst) {
-					x.fail(j, len(dst)*x.size, sc*x.size)
-				}
-				copy(dst, src)
-			}
-			x.exit()
-			x.pc = 2
-		case 2:
-			if !x.over() {
-				return false
-			}
-			return x.end()
+			copy(dst, src)
 		}
-	}
+	})
 }
 
 func (x *shmColl[T]) reduceScatter() bool {
 	cl, n := x.cl, x.a.n
-	for {
-		switch x.pc {
-		case 0:
-			if !x.free() {
-				return false
+	return x.exchange(func() {
+		x.pubSend(len(x.send)*x.size <= shmInlineMax)
+	}, func() {
+		nb := len(x.send) * x.size
+		ok := true
+		for j := range n {
+			if p := &cl.pub[j]; p.n != nb {
+				x.fail(j, nb, p.n)
+				ok = false
+				break
 			}
-			x.pubSend(len(x.send)*x.size <= shmInlineMax)
-			x.pc = 1
-			x.arrive(&cl.arr.v)
-		case 1:
-			if !x.await(&cl.arr.v, uint64(n)) {
-				return false
-			}
-			if invariantsOn {
-				x.checkKinds()
-			}
-			nb := len(x.send) * x.size
-			ok := true
-			for j := range n {
-				if p := &cl.pub[j]; p.n != nb {
-					x.fail(j, nb, p.n)
-					ok = false
-					break
-				}
-			}
-			if ok {
-				cnt, off := x.blk(x.me, len(x.recv))
-				alias := -1
-				if !x.inl && sameSlice(x.recv, x.send[off:off+cnt]) {
-					alias = x.me
-				}
-				x.fold(x.recv, off, off+cnt, alias)
-			}
-			x.exit()
-			if x.inl {
-				return x.end()
-			}
-			x.pc = 2
-		case 2:
-			if !x.over() {
-				return false
-			}
-			return x.end()
 		}
-	}
+		if ok {
+			cnt, off := x.blk(x.me, len(x.recv))
+			alias := -1
+			if !x.inl && sameSlice(x.recv, x.send[off:off+cnt]) {
+				alias = x.me
+			}
+			x.fold(x.recv, off, off+cnt, alias)
+		}
+	})
 }
 
 // scan: every rank publishes both buffers; rank c computes chunk c of
@@ -793,47 +736,26 @@ func (x *shmColl[T]) reduceScatter() bool {
 // element is read and written by one rank.
 func (x *shmColl[T]) scan() bool {
 	cl, n := x.cl, x.a.n
-	for {
-		switch x.pc {
-		case 0:
-			if !x.free() {
-				return false
+	return x.exchange(func() {
+		x.pubRecv(x.pubSend(false))
+	}, func() {
+		nb := len(x.send) * x.size
+		ok := true
+		for j := range n {
+			if p := &cl.pub[j]; p.n != nb || p.rn != nb {
+				x.fail(j, nb, p.n)
+				ok = false
+				break
 			}
-			x.pubRecv(x.pubSend(false))
-			x.pc = 1
-			x.arrive(&cl.arr.v)
-		case 1:
-			if !x.await(&cl.arr.v, uint64(n)) {
-				return false
-			}
-			if invariantsOn {
-				x.checkKinds()
-			}
-			nb := len(x.send) * x.size
-			ok := true
-			for j := range n {
-				if p := &cl.pub[j]; p.n != nb || p.rn != nb {
-					x.fail(j, nb, p.n)
-					ok = false
-					break
-				}
-			}
-			if lo, hi := chunk(len(x.send), n, x.me); ok && lo < hi {
-				if x.ex {
-					x.exscanChunk(lo, hi)
-				} else {
-					x.scanChunk(lo, hi)
-				}
-			}
-			x.exit()
-			x.pc = 2
-		case 2:
-			if !x.over() {
-				return false
-			}
-			return x.end()
 		}
-	}
+		if lo, hi := chunk(len(x.send), n, x.me); ok && lo < hi {
+			if x.ex {
+				x.exscanChunk(lo, hi)
+			} else {
+				x.scanChunk(lo, hi)
+			}
+		}
+	})
 }
 
 func (x *shmColl[T]) scanChunk(lo, hi int) {

@@ -97,6 +97,17 @@
 // the failure, and so does every later call; Run returns the failure
 // itself, first. Finalize ends the calls the same way, with ErrFinalized.
 //
+// In a job of several processes each process also watches the others
+// from Init to Finalize (peerwatch.go): those of its node through a pidfd
+// each, those of other nodes through their TCP connections. One found
+// gone ends the job here as Process.Abort would, with a
+// *bootstrap.PeerError naming its rank (errors.Is(err,
+// bootstrap.ErrPeerLost)), printed once on standard error, within
+// milliseconds and whatever the launcher does (Hydra and srun kill the
+// rest of the job, or, with mpiexec -disable-auto-cleanup or srun
+// --kill-on-bad-exit=0, tell nobody). A process that has neither
+// finalized nor exited a second later ends itself with status 1.
+//
 // A deadlock — every registered caller blocked in a fibermpi call, with
 // nothing in flight, for Options.Watch.Deadlock (1.5 s by default) — fails
 // the job with a *DeadlockError that lists, for each blocked rank, the

@@ -250,6 +250,8 @@ type Process struct {
 
 	// unwatch stops watch at Finalize; watched is closed when it returns.
 	unwatch, watched chan struct{}
+	// lostWatch watches the other processes themselves (peerwatch.go).
+	lostWatch lostWatch
 
 	// server is the communication server (ProgressServer): it polls until
 	// stop is set, then closes done.
@@ -383,6 +385,7 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 		p.unwatch = make(chan struct{})
 		p.watched = make(chan struct{})
 		go p.watch()
+		p.startLostWatch()
 	}
 	if opts.Progress == ProgressServer {
 		p.serverDone = make(chan struct{})
@@ -621,6 +624,9 @@ func (p *Process) Finalize() error {
 	if !p.finalized.CompareAndSwap(false, true) {
 		return ErrFinalized
 	}
+	// From here on a process that exits may have finalized: it is no
+	// longer a loss (peerwatch.go).
+	p.stopLostWatch()
 	p.endCalls() // blocked callers return ErrFinalized (job.go)
 	var berr error
 	if p.boot != nil && p.job.end.Load() == nil {

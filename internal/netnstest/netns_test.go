@@ -38,6 +38,7 @@ var errNoNetem = errors.New("no netem (the kernel lacks sch_netem)")
 type netns struct {
 	names []string
 	addrs []string
+	veth  []string // each node's end of the link, by node
 }
 
 // run runs a command, returning its combined output in the error.
@@ -72,6 +73,7 @@ func makeNetns(t *testing.T, netem bool) (*netns, error) {
 		}
 	}
 	veth := []string{"fv" + id + "a", "fv" + id + "b"}
+	n.veth = veth
 	steps := [][]string{}
 	for i := range nodes {
 		name := fmt.Sprintf("fmpi%s-%d", id, i)
