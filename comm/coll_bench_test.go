@@ -158,7 +158,7 @@ type dupper interface {
 	dup(par *Comm[int64], mask *[endpoint.ContextMaskLen]uint64) error
 }
 
-// singleDup is seed 002 §5.1's single-threaded algorithm: one
+// singleDup is Gropp and Thakur 2007 §5.1's single-threaded algorithm: one
 // Allreduce(AND) of a private mask, no lock, no ownership; unsafe with
 // more than one thread per process.
 type singleDup struct{}
@@ -184,7 +184,7 @@ func (singleDup) dup(par *Comm[int64], mask *[endpoint.ContextMaskLen]uint64) er
 	return endpoint.ErrNoContext
 }
 
-// fig3Dup is Dup (seed 002 Fig. 3, endpoint.NewContext) and Free.
+// fig3Dup is Dup (Gropp and Thakur 2007 Fig. 3, endpoint.NewContext) and Free.
 type fig3Dup struct{}
 
 func (fig3Dup) dup(par *Comm[int64], _ *[endpoint.ContextMaskLen]uint64) error {
@@ -195,7 +195,7 @@ func (fig3Dup) dup(par *Comm[int64], _ *[endpoint.ContextMaskLen]uint64) error {
 	return d.Free()
 }
 
-// BenchmarkCommDup is seed 002 Fig. 4 over 4 goroutine ranks (endpoints of
+// BenchmarkCommDup is Gropp and Thakur 2007 Fig. 4 over 4 goroutine ranks (endpoints of
 // one ThreadMultiple process): single is §5.1's algorithm, multi1 the
 // Fig. 3 algorithm with one goroutine per endpoint, multi2 with two per
 // endpoint, each duping its own parent at the same time. The figure is

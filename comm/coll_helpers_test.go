@@ -51,7 +51,7 @@ func usePath[T any](c *Comm[T], p CollPath) {
 
 // runGoroutines runs fn as k goroutine ranks of one ThreadMultiple process.
 func runGoroutines(k int, opts endpoint.Options, fn func(*endpoint.Endpoint) error) error {
-	return endpoint.RunGoroutines(endpoint.ThreadMultiple, opts, k, fn)
+	return endpoint.RunGoroutinesWith(endpoint.ThreadMultiple, opts, k, fn)
 }
 
 // forEachSize runs fn on a world of T for every rank count and mode.

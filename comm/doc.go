@@ -102,7 +102,7 @@
 // # Thread levels
 //
 // The endpoint's thread level (endpoint.ThreadSingle ... ThreadMultiple)
-// applies per endpoint (seed 004): a ThreadSingle endpoint serves one
+// applies per endpoint (Snir 2009): a ThreadSingle endpoint serves one
 // registered caller, a ThreadMultiple one any number at once, each with its
 // own Comm. The eager send and receive paths take no endpoint lock at any
 // level: they touch the caller's packet deque, one matching-table bucket and

@@ -2,77 +2,12 @@ package comm
 
 import (
 	"errors"
-	"fmt"
 	"runtime"
 	"slices"
 
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
 )
-
-// Errors of collectives and communicator management.
-var (
-	// ErrRoot is returned when a root rank is outside the communicator.
-	ErrRoot = errors.New("comm: root out of range")
-	// ErrCount is matched by a *CountError: a buffer's length does not
-	// fit the counts and the communicator's size.
-	ErrCount = errors.New("comm: buffer length inconsistent with counts")
-	// ErrMismatch is matched by a *MismatchError: a collective message had
-	// a different size than this rank expected, because ranks passed
-	// inconsistent counts.
-	ErrMismatch = errors.New("comm: ranks disagree on a collective's sizes")
-	// ErrNotCommutative is returned for a non-commutative operation where
-	// the call requires a commutative one.
-	ErrNotCommutative = errors.New("comm: operation is not commutative")
-	// ErrOp is returned for the zero Op.
-	ErrOp = errors.New("comm: invalid operation (zero Op)")
-	// ErrOverlap is returned when a send and a receive buffer overlap
-	// without being the same slice (the same slice means in place).
-	ErrOverlap = errors.New("comm: send and receive buffers overlap")
-	// ErrPath is returned by SetCollPath for an unknown path, or for a
-	// communicator whose collectives have started on another.
-	ErrPath = errors.New("comm: cannot set the collective path")
-	// ErrFreed is returned by calls on a freed communicator.
-	ErrFreed = errors.New("comm: communicator freed")
-	// ErrNotFreeable is returned by Free on a world or other communicator
-	// this package did not create.
-	ErrNotFreeable = errors.New("comm: communicator not created by Dup, Split or Create")
-	// ErrGroup is returned for a group rank out of range or repeated, or a
-	// group that is not a subset of the communicator.
-	ErrGroup = errors.New("comm: bad group")
-	// ErrPartial is matched by a *PartialError: a message that is not a
-	// whole number of elements.
-	ErrPartial = errors.New("comm: message is not a whole number of elements")
-)
-
-// CountError reports a buffer whose length does not fit the counts.
-type CountError struct {
-	Arg        string // which buffer or count
-	Have, Want int
-}
-
-// Error describes the count that does not fit.
-func (e *CountError) Error() string {
-	return fmt.Sprintf("comm: %s has %d elements, want %d", e.Arg, e.Have, e.Want)
-}
-
-// Is makes errors.Is(err, ErrCount) true.
-func (e *CountError) Is(target error) bool { return target == ErrCount }
-
-// MismatchError reports a collective message from Peer of Got bytes where
-// this rank expected Want: the ranks passed inconsistent counts.
-type MismatchError struct {
-	Peer      int
-	Want, Got int
-}
-
-// Error describes what the ranks disagreed on.
-func (e *MismatchError) Error() string {
-	return fmt.Sprintf("comm: collective message from rank %d has %d bytes, this rank expected %d (inconsistent counts)", e.Peer, e.Got, e.Want)
-}
-
-// Is makes errors.Is(err, ErrMismatch) true.
-func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 
 // collCtx is where a communicator's collective traffic goes: its collective
 // context id (the point-to-point id + 1) over the same ranks, and the tag
@@ -433,7 +368,8 @@ type CollRequest struct {
 	op  collOp
 	eng *engine
 	w   *fiber.Waiter
-	st  *state // held until the collective completes
+	st  *state   // held until the collective completes
+	h   *handoff // set by Done: a goroutine progresses it (collreq.go)
 }
 
 // Wait waits until the collective completes and returns its error. A
@@ -441,6 +377,9 @@ type CollRequest struct {
 func (q *CollRequest) Wait() error {
 	if q == nil {
 		return endpoint.ErrNilRequest
+	}
+	if q.h != nil && !q.h.keep {
+		return q.h.wait()
 	}
 	q.eng.wait(q.w, q.op)
 	q.finish()
@@ -452,6 +391,9 @@ func (q *CollRequest) Wait() error {
 func (q *CollRequest) Test() (bool, error) {
 	if q == nil {
 		return false, endpoint.ErrNilRequest
+	}
+	if q.h != nil && !q.h.keep {
+		return q.h.test()
 	}
 	q.eng.poll()
 	if !q.op.finished() {
@@ -465,5 +407,8 @@ func (q *CollRequest) finish() {
 	if q.st != nil {
 		q.st.release()
 		q.st = nil
+	}
+	if q.h != nil && q.h.keep {
+		q.h.finish(q.op.failure()) // the channel of Done (collreq.go)
 	}
 }
