@@ -58,9 +58,10 @@ const (
 	futex2Private = 128
 )
 
-// haveWaitv is cleared the first time futex_waitv fails with ENOSYS (a
-// kernel older than 5.16): workers then sleep on their own word alone, and
-// an Alarm only ends the sleep at its time limit.
+// haveWaitv is cleared the first time futex_waitv fails for want of the
+// call (ENOSYS before Linux 5.16, EPERM under a seccomp filter): workers
+// then sleep on their own word alone, and an Alarm only ends the sleep at
+// its time limit.
 var haveWaitv atomic.Bool
 
 func init() { haveWaitv.Store(true) }
@@ -87,11 +88,15 @@ func waitv(v *waitvArgs, own *atomic.Uint32, shared *atomic.Uint32, val uint32, 
 	}
 	_, _, errno := unix.Syscall6(unix.SYS_FUTEX_WAITV, uintptr(unsafe.Pointer(&v.w[0])), 2, 0, ts,
 		unix.CLOCK_MONOTONIC, 0)
-	if errno == unix.ENOSYS {
-		haveWaitv.Store(false)
-		return false
+	switch errno {
+	case 0, unix.EAGAIN, unix.ETIMEDOUT, unix.EINTR:
+		return true // woken, a word had changed, the limit, a signal
 	}
-	return true
+	// ENOSYS (a kernel older than 5.16), or EPERM from a seccomp filter
+	// that does not know the call (containers): never again, or every
+	// sleep would return at once and the worker would spin.
+	haveWaitv.Store(false)
+	return false
 }
 
 // waitvArgs is the memory futex_waitv reads: the two waits and the limit.
