@@ -20,7 +20,7 @@ import (
 // from ping to pong; the test logs it (a figure, not a pass condition).
 func TestArrivalWakesSleepingWorker(t *testing.T) {
 	if fmpitest.Child() {
-		alarmChild(t)
+		alarmChild(t, 1)
 		return
 	}
 	out, err := fmpitest.RunTest(t, 2, fmpitest.Options{Timeout: time.Minute})
@@ -30,10 +30,27 @@ func TestArrivalWakesSleepingWorker(t *testing.T) {
 	t.Logf("%s", out)
 }
 
-func alarmChild(t *testing.T) {
+// TestArrivalWakesSleepingWorkers is TestArrivalWakesSleepingWorker with
+// two workers per process, the ranks' fibers on the second: an arrival
+// wakes one sleeping worker, which delivers it and wakes the fiber's.
+func TestArrivalWakesSleepingWorkers(t *testing.T) {
+	if fmpitest.Child() {
+		alarmChild(t, 2)
+		return
+	}
+	out, err := fmpitest.RunTest(t, 2, fmpitest.Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+// alarmChild is one process of the ping-pong, with the given workers; the
+// rank's fiber runs on the last.
+func alarmChild(t *testing.T, workers int) {
 	const rounds = 30
 	p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{
-		Workers: 1,
+		Workers: workers,
 		Fiber:   fiber.Config{SleepAfter: 20 * time.Microsecond, PollInterval: time.Hour},
 	})
 	if err != nil {
@@ -46,7 +63,7 @@ func alarmChild(t *testing.T) {
 	w := p.World()
 	var rtt []time.Duration
 	errc := make(chan error, 1)
-	if err := p.Scheduler().Spawn(func(f *fiber.Fiber) {
+	if err := p.Scheduler().SpawnOn(workers-1, func(f *fiber.Fiber) {
 		errc <- func() error {
 			h, err := w.Register(f.Waiter())
 			if err != nil {

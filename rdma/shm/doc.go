@@ -115,7 +115,8 @@
 // producer wakes it or a time limit passes. The sleeper reads the futex
 // word's value, adds itself to the segment's waiter count, then looks at
 // its rings; a producer publishes its record, then reads the waiter count
-// and, if it is not zero, bumps the futex word and calls FUTEX_WAKE. All
+// and, if it is not zero, bumps the futex word and calls FUTEX_WAKE for one
+// sleeper (the one that delivers the arrival wakes the others' fibers). All
 // four are sequentially consistent atomics on shared memory, so at least
 // one side sees the other's write: either the sleeper sees the record and
 // does not wait, or the producer sees the sleeper and wakes it; FUTEX_WAIT

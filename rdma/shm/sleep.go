@@ -34,7 +34,8 @@ const (
 // sequentially consistent atomic operations on shared memory (XCHG / LOCK
 // XADD on amd64, full barriers), so at least one of the two sees the
 // other's write: either the sleeper finds the record and does not wait, or
-// the producer finds the waiter, bumps seq and calls FUTEX_WAKE. The
+// the producer finds the waiter, bumps seq and calls FUTEX_WAKE (for one
+// sleeper: see wakeOne). The
 // sleeper waits only while seq still holds the value it read before adding
 // itself, which the kernel checks atomically with queueing it: a bump
 // before the wait makes the wait return at once, a bump after it comes
@@ -86,7 +87,19 @@ func (t *Transport) pending() bool {
 	return t.gets.serving.Load() != 0
 }
 
-// wakeAll wakes every goroutine sleeping on the segment h heads.
+// wakeOne wakes one thread sleeping on the segment h heads: enough for
+// an arrival, which one thread's Progress delivers (a woken fiber worker
+// wakes the workers of the fibers it makes runnable by itself). Waking
+// them all would make every worker of a large node spin for its idle
+// time after each arrival. A sleeper that read seq before the bump and
+// has not queued yet does not wait at all.
+func wakeOne(h *segHeader) {
+	h.seq.Add(1)
+	// Safety: as in Sleep, the word stays mapped.
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&h.seq)), futexWake, 1, 0, 0, 0)
+}
+
+// wakeAll wakes every thread sleeping on the segment h heads (Close).
 func wakeAll(h *segHeader) {
 	h.seq.Add(1)
 	// Safety: as in Sleep, the word stays mapped.

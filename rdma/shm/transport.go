@@ -610,7 +610,7 @@ func (t *Transport) drain() int {
 		ir.take.unlock()
 	}
 	if queued > 0 && t.self.hdr.waiters.Load() != 0 {
-		wakeAll(t.self.hdr) // a sleeper of this process has packets to deliver
+		wakeOne(t.self.hdr) // a sleeper of this process has packets to deliver
 	}
 	return n
 }
