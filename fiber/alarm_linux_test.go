@@ -108,7 +108,7 @@ func TestAlarmPendingSkipsSleep(t *testing.T) {
 		return false
 	}
 	a.pending.Store(true) // seen by Arm before the hook takes it
-	s := newSched(t, Config{Workers: 1, Idle: hook, Alarm: a, SleepAfter: 10 * time.Microsecond, PollInterval: time.Hour})
+	newSched(t, Config{Workers: 1, Idle: hook, Alarm: a, SleepAfter: 10 * time.Microsecond, PollInterval: time.Hour})
 	deadline := time.Now().Add(10 * time.Second)
 	for handled.Load() == 0 {
 		if time.Now().After(deadline) {
@@ -116,5 +116,4 @@ func TestAlarmPendingSkipsSleep(t *testing.T) {
 		}
 		time.Sleep(50 * time.Microsecond)
 	}
-	_ = s
 }
