@@ -62,8 +62,7 @@
 //
 // A worker with nothing to run calls Config.Idle (where the progress engine
 // runs), spins for about 5 µs, then pauses between looks, and after
-// Config.SleepAfter (default 1 ms; a shorter one is stretched, up to 1 ms,
-// while the worker's sleeps keep ending soon after they began) sleeps. On Linux a pause is sched_yield: it
+// Config.SleepAfter (1 ms) sleeps. On Linux a pause is sched_yield: it
 // returns at once on an idle machine, and on a busy one lets a thread
 // queued on the same CPU run first (perhaps the very worker that will
 // signal this one), where a busy wait would keep the CPU to the end of its

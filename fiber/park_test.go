@@ -141,37 +141,3 @@ func TestIdleHookRunsWhileAsleep(t *testing.T) {
 		}
 	})
 }
-
-// TestAdaptSpin: a worker whose sleeps end soon doubles its idle time
-// before sleeping, up to maxAdaptSpin, and goes back to SleepAfter after a
-// long sleep; a SleepAfter above maxAdaptSpin is never stretched.
-func TestAdaptSpin(t *testing.T) {
-	s := &Scheduler{cfg: Config{SleepAfter: 20 * time.Microsecond}.withDefaults()}
-	w := newWorker(s, 0, lineSlots, -1)
-	if w.spin != 20*time.Microsecond {
-		t.Fatalf("initial spin %v, want SleepAfter", w.spin)
-	}
-	want := 20 * time.Microsecond
-	for range 10 {
-		w.adapt(10 * time.Microsecond) // woken soon
-		want = min(2*want, maxAdaptSpin)
-		if w.spin != want {
-			t.Fatalf("after a short sleep: spin %v, want %v", w.spin, want)
-		}
-	}
-	w.adapt(time.Second) // a long idle period
-	if w.spin != 20*time.Microsecond {
-		t.Fatalf("after a long sleep: spin %v, want SleepAfter", w.spin)
-	}
-	w.spin = 100 * time.Microsecond
-	w.adapt(500 * time.Microsecond) // over 4 spins, under maxAdaptSpin
-	if w.spin != 100*time.Microsecond {
-		t.Fatalf("after a middling sleep: spin %v, want it unchanged", w.spin)
-	}
-	long := &Scheduler{cfg: Config{SleepAfter: 20 * time.Millisecond}.withDefaults()}
-	lw := newWorker(long, 0, lineSlots, -1)
-	lw.adapt(time.Microsecond)
-	if lw.spin != 20*time.Millisecond {
-		t.Fatalf("SleepAfter 20ms stretched to %v", lw.spin)
-	}
-}

@@ -59,10 +59,7 @@ type Config struct {
 	// off) before it sleeps. Zero means 1ms. A sleeping worker is woken by
 	// the first Signal or Spawn aimed at it, which costs about 10 µs on
 	// Linux (a futex) and about 100 µs elsewhere (see the package doc's
-	// Idle workers), so keep it above the gaps of a busy program. A worker
-	// whose sleeps keep ending within a few times this stretches it, up to
-	// 1ms (or SleepAfter if longer), and comes back to it after a long
-	// sleep.
+	// Idle workers), so keep it above the gaps of a busy program.
 	SleepAfter time.Duration
 	// PollInterval bounds a sleep when Idle is set, so the hook still runs
 	// that often. Zero means 1ms.

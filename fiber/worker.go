@@ -25,9 +25,6 @@ const (
 	backoffMx = 64                   // longest backoff, in steps
 	checkTime = 64                   // idle passes between clock reads
 	wakeSlack = 5 * time.Microsecond // idle time spent spinning before backing off
-	// maxAdaptSpin bounds how far a worker stretches its idle time
-	// before sleeping when its sleeps keep ending soon (adapt).
-	maxAdaptSpin = time.Millisecond
 )
 
 // worker runs fibers on one locked OS thread. Fields are grouped by who
@@ -55,9 +52,6 @@ type worker struct {
 	localWord uint32
 	nextBit   uint
 	nslots    int // capacity in slots
-	// spin is how long the worker stays idle before it sleeps: at least
-	// Config.SleepAfter, longer while its sleeps keep ending soon (adapt).
-	spin time.Duration
 
 	// l1 and l2 are the run bit-vectors: written by signal (anyone, atomic
 	// OR) and swapped out by the owner (atomic exchange). l2 bit i means
@@ -94,7 +88,6 @@ func newWorker(s *Scheduler, id, nslots, cpuID int) *worker {
 		l2:     make([]atomic.Uint64, (lines+63)/64),
 	}
 	w.park.init()
-	w.spin = s.cfg.SleepAfter
 	return w
 }
 
@@ -193,9 +186,8 @@ func (w *worker) loop() {
 			switch d := now.Sub(idleSince); {
 			case idleSince.IsZero():
 				idleSince = now
-			case d >= w.spin:
+			case d >= w.s.cfg.SleepAfter:
 				w.sleep()
-				w.adapt(time.Since(now))
 				idle, idleSince, step = 0, time.Time{}, 0
 				continue
 			case d >= wakeSlack && idle%checkTime == 0:
@@ -205,25 +197,6 @@ func (w *worker) loop() {
 		if step > 0 {
 			pause(step)
 		}
-	}
-}
-
-// adapt sets how long the worker stays idle before its next sleep, from
-// how long the last one lasted. A sleep that ended within a few times the
-// idle time before it bought little: a wake-up costs the waker a system
-// call and this worker tens of microseconds (more on a loaded machine),
-// against an idle wait that backs off with yields. So a worker whose sleeps
-// keep ending soon, as in a program whose threads meet every hundred
-// microseconds, doubles its idle time up to maxAdaptSpin (or SleepAfter if
-// that is longer), and one that slept long goes back to SleepAfter.
-func (w *worker) adapt(slept time.Duration) {
-	base := w.s.cfg.SleepAfter
-	top := max(base, maxAdaptSpin)
-	switch {
-	case slept < 4*w.spin:
-		w.spin = min(2*w.spin, top)
-	case slept >= top:
-		w.spin = base
 	}
 }
 
