@@ -53,10 +53,10 @@ static int fmpi_library_version(char *buf, int *len) {
 	return MPI_Get_library_version(buf, len);
 }
 
-// fmpi_comm_idup starts a duplication of c with MPI_ERRORS_RETURN set on
-// the result once it completes (fmpi_comm_ready).
-static int fmpi_comm_idup(MPI_Comm c, MPI_Comm *out, MPI_Request *req) {
-	return MPI_Comm_idup(c, out, req);
+// fmpi_comm_dup duplicates c (blocking; called once, at start-up, before
+// anything else of this process uses MPI).
+static int fmpi_comm_dup(MPI_Comm c, MPI_Comm *out) {
+	return MPI_Comm_dup(c, out);
 }
 
 static int fmpi_comm_ready(MPI_Comm c) {

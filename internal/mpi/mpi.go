@@ -170,18 +170,8 @@ func initialize() (World, error) {
 		w.Library = s
 	}
 	var dup C.MPI_Comm
-	var req C.MPI_Request
-	if err := check("MPI_Comm_idup", C.fmpi_comm_idup(C.fmpi_world(), &dup, &req)); err != nil {
+	if err := check("MPI_Comm_dup", C.fmpi_comm_dup(C.fmpi_world(), &dup)); err != nil {
 		return w, err
-	}
-	for {
-		var done C.int
-		if err := check("MPI_Test", C.fmpi_test(&req, &done)); err != nil {
-			return w, err
-		}
-		if done != 0 {
-			break
-		}
 	}
 	if err := check("MPI_Comm_set_errhandler", C.fmpi_comm_ready(dup)); err != nil {
 		return w, err

@@ -49,18 +49,55 @@ func (e *PeerError) Error() string { return fmt.Sprintf("mpi: process %d: %v", e
 func (e *PeerError) Unwrap() error { return e.Err }
 
 // place is where a process's transport receives: its rank in fibermpi's
-// communicator and its lane (control tag 2·lane, data tag 2·lane+1).
+// communicator, its lane (control tag 2·lane, data tag 2·lane+1) and its
+// generation, which every message to it carries: a lane's ring passes to
+// the next transport made in the process when one closes, and messages
+// meant for an earlier generation are dropped.
 type place struct {
 	rank, lane int
+	gen        uint32
 }
 
 func (p place) ctrlTag() int { return 2 * p.lane }
 func (p place) dataTag() int { return 2*p.lane + 1 }
 
-// lanes numbers the transports made in this process, never reusing a
-// number, so that a message left over from a closed transport (in MPI's
-// queue of unexpected messages) never reaches a later one.
-var lanes atomic.Int64
+// Lanes and generations of this process's transports. A closed
+// transport's ring (its receives stay posted: internal/mpi's fmpi.h says
+// why none is cancelled) waits in spare for the next transport with the
+// same shape, which takes its lane with a new generation.
+var (
+	laneMu sync.Mutex
+	lanes  int
+	gens   uint32
+	spare  []spareRing
+)
+
+type spareRing struct {
+	ring       *cmpi.Ring
+	lane, n, s int
+}
+
+// takeLane returns a spare ring of n slots of s bytes and its lane, or a
+// new lane (ring nil), with a fresh generation (24 bits, never 0).
+func takeLane(n, s int) (*cmpi.Ring, int, uint32) {
+	laneMu.Lock()
+	defer laneMu.Unlock()
+	gens = gens%(1<<24-1) + 1
+	for i, sp := range spare {
+		if sp.n == n && sp.s == s {
+			spare = slices.Delete(spare, i, i+1)
+			return sp.ring, sp.lane, gens
+		}
+	}
+	lanes++
+	return nil, lanes - 1, gens
+}
+
+func giveLane(r *cmpi.Ring, lane, n, s int) {
+	laneMu.Lock()
+	spare = append(spare, spareRing{ring: r, lane: lane, n: n, s: s})
+	laneMu.Unlock()
+}
 
 const (
 	chunkBits = 10
@@ -77,11 +114,11 @@ type boundChunk [chunkSize]atomic.Bool
 
 // region is a registration.
 type region struct {
-	buf    []byte
-	tag    uint64
-	pin    *runtime.Pinner // nil for an adopted region (its owner pins it)
-	busy   int             // transfers in flight into or out of it, under the MPI lock
-	gone   bool            // deregistered while busy: unpin when busy drops to 0
+	buf  []byte
+	tag  uint64
+	pin  *runtime.Pinner // nil for an adopted region (its owner pins it)
+	busy int             // transfers in flight into or out of it, under the MPI lock
+	gone bool            // deregistered while busy: unpin when busy drops to 0
 }
 
 // waiter is a call of this process waiting for a peer's answer: a Bind,
@@ -125,10 +162,12 @@ func (d *discard) done() {
 	}
 }
 
-// arrival is a packet built from a message, waiting for delivery.
+// arrival is a packet built from a message, waiting for delivery; raw
+// holds the message instead when no packet was free for it then.
 type arrival struct {
-	to rdma.Addr
-	pk *packet.Packet
+	to  rdma.Addr
+	pk  *packet.Packet
+	raw []byte
 }
 
 // Transport is the MPI transport of one process. Make it with New. All
@@ -148,13 +187,13 @@ type Transport struct {
 	list    []int // the peers
 
 	// Under the MPI lock (cmpi.Lock).
-	ring    *cmpi.Ring
-	sendq   *cmpi.SendQ
-	waits   map[uint64]*waiter
-	nextID  uint64
-	ops     []op
-	reqs    []cmpi.Request
-	idx     []int32
+	ring   *cmpi.Ring
+	sendq  *cmpi.SendQ
+	waits  map[uint64]*waiter
+	nextID uint64
+	ops    []op
+	reqs   []cmpi.Request
+	idx    []int32
 
 	mu     sync.Mutex // Bind, Unbind, Close
 	dir    atomic.Pointer[[]*bindChunk]
@@ -165,8 +204,8 @@ type Transport struct {
 
 	// dmu orders deliveries: it is held while arrivals are taken from the
 	// inbox and delivered.
-	dmu sync.Mutex
-	imu sync.Mutex // inbox, held
+	dmu     sync.Mutex
+	imu     sync.Mutex // inbox, held
 	inbox   []arrival
 	held    map[rdma.Addr][]*packet.Packet // arrivals for an unbound address, in order
 	release []arrival                      // held arrivals of an address bound again
@@ -202,13 +241,15 @@ func New(cfg Config) (*Transport, error) {
 	cfg.Peers = slices.Clone(cfg.Peers)
 	ex := cfg.Exchange
 	world, ierr := cmpi.Init()
-	lane := int(lanes.Add(1) - 1)
-	rec := make([]byte, 16)
+	slot := headSize + cfg.PayloadSize
+	ring, lane, gen := takeLane(cfg.Ring, slot)
+	rec := make([]byte, 20)
 	if ierr == nil {
 		binary.LittleEndian.PutUint32(rec[0:], uint32(world.Rank))
 		binary.LittleEndian.PutUint32(rec[4:], uint32(lane))
 		binary.LittleEndian.PutUint32(rec[8:], uint32(world.Size))
 		binary.LittleEndian.PutUint32(rec[12:], uint32(cfg.PayloadSize))
+		binary.LittleEndian.PutUint32(rec[16:], gen)
 	}
 	// Take part in the fence whatever happened, so the others return.
 	perr := ex.Put(exchangeKey, rec)
@@ -226,7 +267,7 @@ func New(cfg Config) (*Transport, error) {
 	}
 	t := &Transport{
 		rank: ex.Rank(), layout: cfg.Layout, cfg: cfg, comm: world.Comm,
-		me:     place{rank: world.Rank, lane: lane},
+		me:     place{rank: world.Rank, lane: lane, gen: gen},
 		places: make([]place, ex.Size()), isPeer: make([]bool, ex.Size()), closedP: make([]atomic.Bool, ex.Size()),
 		list: cfg.Peers, waits: make(map[uint64]*waiter), held: make(map[rdma.Addr][]*packet.Packet),
 		regs: make(map[uint32]*region), stop: make(chan struct{}),
@@ -235,11 +276,11 @@ func New(cfg Config) (*Transport, error) {
 	t.places[t.rank] = t.me
 	for _, p := range cfg.Peers {
 		b, err := ex.Get(p, exchangeKey)
-		if err != nil || len(b) != 16 {
+		if err != nil || len(b) != 20 {
 			return nil, &PeerError{Rank: p, Err: fmt.Errorf("%w: no place published (%v)", ErrWorld, err)}
 		}
 		le := binary.LittleEndian
-		pl := place{rank: int(le.Uint32(b[0:])), lane: int(le.Uint32(b[4:]))}
+		pl := place{rank: int(le.Uint32(b[0:])), lane: int(le.Uint32(b[4:])), gen: le.Uint32(b[16:])}
 		if size := int(le.Uint32(b[8:])); size != world.Size || pl.rank >= size {
 			return nil, &PeerError{Rank: p, Err: fmt.Errorf("%w: its MPI_COMM_WORLD has %d processes, this one's %d", ErrWorld, size, world.Size)}
 		}
@@ -257,12 +298,15 @@ func New(cfg Config) (*Transport, error) {
 	}
 	t.pools.Store(&pools)
 	cmpi.Lock()
-	ring, err := cmpi.NewRing(t.comm, t.me.ctrlTag(), cfg.Ring, headSize+cfg.PayloadSize)
+	var err error
+	if ring == nil {
+		ring, err = cmpi.NewRing(t.comm, t.me.ctrlTag(), cfg.Ring, slot)
+	}
 	if err == nil {
 		t.ring = ring
-		t.sendq, err = cmpi.NewSendQ(t.comm, headSize+cfg.PayloadSize)
+		t.sendq, err = cmpi.NewSendQ(t.comm, slot)
 		if err != nil {
-			ring.Abandon()
+			giveLane(ring, lane, cfg.Ring, slot)
 		}
 	}
 	cmpi.Unlock()
@@ -461,8 +505,8 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 		return ErrForeignPacket
 	}
 	var head [headSize]byte
-	encodePacketHead(&head, uint32(to), pk)
 	pl := t.places[p]
+	encodePacketHead(&head, pl.gen, uint32(to), pk)
 	cmpi.Lock()
 	if t.closed.Load() {
 		cmpi.Unlock()
@@ -490,7 +534,7 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 func (t *Transport) sendCtl(pl place, c *ctl) error {
 	var head [headSize]byte
 	c.from = uint32(t.rank)
-	c.encode(&head)
+	c.encode(&head, pl.gen)
 	return t.sendq.Send(head[:], nil, pl.rank, pl.ctrlTag())
 }
 
@@ -814,6 +858,16 @@ func (t *Transport) deliver(w int) int {
 			t.imu.Unlock()
 			return n
 		}
+		if a.pk == nil {
+			// Built now that a packet may be free.
+			pk := t.build(w, a.to, a.raw)
+			if pk == nil {
+				t.pushFront(a)
+				t.imu.Unlock()
+				return n
+			}
+			a.pk, a.raw = pk, nil
+		}
 		b := t.binding(a.to)
 		if b == nil || len(t.held[a.to]) > 0 {
 			t.held[a.to] = append(t.held[a.to], a.pk)
@@ -859,6 +913,9 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 	if len(msg) < headSize {
 		t.cfg.Logf("mpi: process %d: dropped a message of %d bytes from MPI rank %d", t.rank, len(msg), src)
 		return true
+	}
+	if genOf(msg) != t.me.gen {
+		return true // for an earlier transport of this lane
 	}
 	if msg[0] == kPacket {
 		return t.arrive(w, msg, src)
@@ -992,10 +1049,52 @@ func (t *Transport) answer(pl place, c *ctl) {
 	}
 }
 
-// arrive builds a packet message into a packet of the destination's pool
-// and queues it for delivery. It returns false when that pool is dry.
+// arrive queues a packet message for delivery, built in a packet of the
+// destination's pool, or kept as bytes when that pool is dry: the ring
+// must go on, since the control messages behind it (a peer's Bind, the
+// answer a caller here waits for) may be what frees packets. MPI would
+// buffer the same bytes if the ring stopped; the endpoint layer's own
+// windows bound them.
 func (t *Transport) arrive(w int, msg []byte, src int) bool {
 	to := rdma.Addr(binary.LittleEndian.Uint32(msg[4:]))
+	if err := checkPacket(msg, t.cfg.PayloadSize); err != nil {
+		t.cfg.Logf("mpi: process %d: dropped a malformed packet of %d bytes from MPI rank %d (%v)", t.rank, len(msg), src, err)
+		return true
+	}
+	t.imu.Lock()
+	defer t.imu.Unlock()
+	if len(t.inbox) == 0 || t.inbox[len(t.inbox)-1].pk != nil {
+		if pk := t.build(w, to, msg); pk != nil {
+			t.inbox = append(t.inbox, arrival{to: to, pk: pk})
+			return true
+		}
+	}
+	t.inbox = append(t.inbox, arrival{to: to, raw: append([]byte(nil), msg...)})
+	return true
+}
+
+// pushFront puts a back at the head of the inbox; the caller holds imu.
+func (t *Transport) pushFront(a arrival) {
+	t.inbox = append(t.inbox, arrival{})
+	copy(t.inbox[1:], t.inbox)
+	t.inbox[0] = a
+}
+
+// checkPacket checks a packet message's length against its header.
+func checkPacket(msg []byte, payload int) error {
+	if len(msg) < headSize {
+		return fmt.Errorf("%d bytes", len(msg))
+	}
+	n := int(binary.LittleEndian.Uint32(msg[pktHead+12:]))
+	if n > payload || headSize+n != len(msg) {
+		return fmt.Errorf("a payload of %d bytes in a message of %d", n, len(msg))
+	}
+	return nil
+}
+
+// build makes a packet of msg in the destination's pool, or returns nil
+// when that pool is dry (or there is none).
+func (t *Transport) build(w int, to rdma.Addr, msg []byte) *packet.Packet {
 	var pool *packet.Pool
 	if b := t.binding(to); b != nil {
 		pool = b.pool
@@ -1004,23 +1103,17 @@ func (t *Transport) arrive(w int, msg []byte, src int) bool {
 	} else if ps := *t.pools.Load(); len(ps) > 0 {
 		pool = ps[0]
 	} else {
-		t.cfg.Logf("mpi: process %d: dropped a packet for address %d, never bound, with no pool", t.rank, to)
-		return true
+		return nil
 	}
 	pk := pool.Get(w)
 	if pk == nil {
-		return false
+		return nil
 	}
-	if err := pk.DecodeHeader(msg[pktHead:]); err != nil || headSize+pk.Len() != len(msg) {
-		pool.Put(w, pk)
-		t.cfg.Logf("mpi: process %d: dropped a malformed packet of %d bytes from MPI rank %d (%v)", t.rank, len(msg), src, err)
-		return true
+	if err := pk.DecodeHeader(msg[pktHead:]); err != nil {
+		panic(fmt.Sprintf("mpi: a checked packet header failed to decode: %v", err))
 	}
 	copy(pk.Payload(), msg[headSize:])
-	t.imu.Lock()
-	t.inbox = append(t.inbox, arrival{to: to, pk: pk})
-	t.imu.Unlock()
-	return true
+	return pk
 }
 
 // testOps tests the data transfers in flight and completes those done.
@@ -1172,14 +1265,17 @@ func (t *Transport) Close() error {
 		wt.err = rdma.ErrClosed
 		wt.done.Store(true)
 	}
-	t.ring.Abandon()
+	giveLane(t.ring, t.me.lane, t.cfg.Ring, headSize+t.cfg.PayloadSize)
+	t.ring = nil
 	t.sendq.Free()
 	cmpi.Unlock()
 	// Nothing delivers any more (closed): hand back what waits.
 	t.dmu.Lock()
 	t.imu.Lock()
 	for _, a := range append(t.release, t.inbox...) {
-		t.putBack(a.to, a.pk)
+		if a.pk != nil {
+			t.putBack(a.to, a.pk)
+		}
 	}
 	for to, h := range t.held {
 		for _, pk := range h {

@@ -14,6 +14,7 @@ import (
 // payload; every other kind is the head alone:
 //
 //	byte  0      kind
+//	      1..4   the destination transport's generation (24 bits)
 //	      4..8   from: the sending process (every kind but packets);
 //	             for a packet, the destination address
 //	      8..12  addr: the endpoint concerned (bound, unbound, owner)
@@ -24,15 +25,15 @@ const headSize = 64
 
 // Kinds of messages.
 const (
-	kPacket  = 1 + iota // a packet for an endpoint
-	kBind               // addr is bound now; answer kAck
-	kUnbind             // addr is not bound any more; answer kAck
-	kAck                // the answer to kBind, kUnbind
-	kPut                // n bytes for a region follow on the data tag; answer kPutAck once placed
-	kPutAck             // code
-	kGet                // send n bytes of a region; answer kGetAck, then (if ok) the bytes on the data tag
-	kGetAck             // code
-	kBye                // the sender closed its transport
+	kPacket = 1 + iota // a packet for an endpoint
+	kBind              // addr is bound now; answer kAck
+	kUnbind            // addr is not bound any more; answer kAck
+	kAck               // the answer to kBind, kUnbind
+	kPut               // n bytes for a region follow on the data tag; answer kPutAck once placed
+	kPutAck            // code
+	kGet               // send n bytes of a region; answer kGetAck, then (if ok) the bytes on the data tag
+	kGetAck            // code
+	kBye               // the sender closed its transport
 )
 
 // Status codes of answers.
@@ -48,21 +49,30 @@ const pktHead = 8
 
 // ctl is a decoded head of a control message.
 type ctl struct {
-	kind  byte
-	from  uint32
-	addr  uint32
-	code  uint32
-	id    uint64
-	key   uint32
-	off   uint64
-	n     uint64
-	tag   uint64
+	kind byte
+	from uint32
+	addr uint32
+	code uint32
+	id   uint64
+	key  uint32
+	off  uint64
+	n    uint64
+	tag  uint64
 }
 
-func (c *ctl) encode(b *[headSize]byte) {
+// putGen writes the destination's generation into bytes 1..3.
+func putGen(b *[headSize]byte, gen uint32) {
+	b[1], b[2], b[3] = byte(gen), byte(gen>>8), byte(gen>>16)
+}
+
+// genOf reads the generation a message is for.
+func genOf(b []byte) uint32 { return uint32(b[1]) | uint32(b[2])<<8 | uint32(b[3])<<16 }
+
+func (c *ctl) encode(b *[headSize]byte, gen uint32) {
 	le := binary.LittleEndian
 	*b = [headSize]byte{}
 	b[0] = c.kind
+	putGen(b, gen)
 	le.PutUint32(b[4:], c.from)
 	le.PutUint32(b[8:], c.addr)
 	le.PutUint32(b[12:], c.code)
@@ -87,9 +97,9 @@ func (c *ctl) decode(b []byte) {
 }
 
 // encodePacketHead writes a packet's head for destination to.
-func encodePacketHead(b *[headSize]byte, to uint32, pk *packet.Packet) {
+func encodePacketHead(b *[headSize]byte, gen, to uint32, pk *packet.Packet) {
 	b[0] = kPacket
-	b[1], b[2], b[3] = 0, 0, 0
+	putGen(b, gen)
 	binary.LittleEndian.PutUint32(b[4:], to)
 	pk.EncodeHeader(b[pktHead:])
 }
