@@ -11,6 +11,9 @@
 #   make bench-mpi-quick  the same at 8 B and 1 MiB only, in bench-mpi-quick.txt
 #   make bench-mpi-tcp    latency and bw, 8 B and 1 MiB, between processes over
 #                    loopback TCP (Open MPI btl/tcp, MPICH's tcp), in bench-mpi-tcp-quick.txt
+#   make bench-coll8 only the 8-rank collectives of bench-mpi (fibermpi 2
+#                    processes x 4 endpoints vs MPICH and Open MPI -n 8), in
+#                    bench-mpi-coll8.txt
 #   make test-launch the launcher tests under mpiexec.hydra, srun (a one-node
 #                    Slurm started for them) and torchrun's variables;
 #                    installs MPICH, Slurm and munge when missing (root)
@@ -36,7 +39,7 @@ COUNT     ?= 6
 RACEFLAGS ?= -race
 
 .PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools modverify staticcheck vulncheck docs docs-check \
-	bench-mpi bench-mpi-quick bench-mpi-tcp test-launch test-mpi nocgo redblack-c bench-redblack
+	bench-mpi bench-mpi-quick bench-mpi-tcp bench-coll8 test-launch test-mpi nocgo redblack-c bench-redblack
 
 all: test
 
@@ -108,6 +111,9 @@ bench-mpi-quick:
 
 bench-mpi-tcp:
 	GO=$(GO) ROUNDS=$(COUNT) ./scripts/bench-mpi.sh -tcp -quick
+
+bench-coll8:
+	GO=$(GO) ROUNDS=$(COUNT) ./scripts/bench-mpi.sh -coll8
 
 # Installs MPICH, slurm-wlm and munge with apt-get if missing, starts a
 # one-node Slurm cluster, runs internal/enginetest and bootstrap with the

@@ -1,90 +1,117 @@
-// Package fibermpi is message passing for threads in Go: SPMD programs in
-// which millions of fibers, goroutines and processes communicate as MPI
-// ranks do, with typed communicators and request futures.
+// Package fibermpi is message passing for threads in Go: SPMD programs whose
+// ranks are fibers, goroutines or processes, with typed communicators,
+// MPI's point-to-point and collective operations, and requests that are
+// futures. This page is the user's tour; the packages do the work, and
+// doc/DESIGN.md in the module explains how they are built.
 //
-// This package is the tour of the model, and it tells the release
-// (Version, VersionInfo). The packages that do the work are listed below,
-// lowest first.
+// # Install
 //
-// # Vocabulary
+//	go get github.com/fibermpi/fibermpi
 //
-//   - process: one OS process; it owns one or more endpoints.
-//   - worker: a goroutine locked to its OS thread (optionally pinned to a
-//     core) that runs fibers.
-//   - fiber: a user-level thread run by exactly one worker, cooperatively
-//     scheduled; it blocks in Recv for the price of a coroutine switch.
-//   - goroutine: Go's own thread; a blocking call from a plain goroutine
-//     parks it the Go way.
-//   - endpoint: the resources that let communication proceed independently
-//     (matching table, share of the packet pool, transport port, progress
-//     state). An endpoint is a rank in every communicator it belongs to
-//     (Snir's proposal, seed 004; Intel's library endpoints, seed 003).
-//   - communicator: a group of endpoints plus a context id; comm.Comm[T] is
-//     its typed view.
-//   - packet: a fixed-size buffer that carries an eager message or a
-//     control message.
+// Pure Go, no cgo, no MPI installation: a program runs as it is, its ranks
+// inside one process (the embedded default), or as several processes under
+// the fmpirun launcher (go install github.com/fibermpi/fibermpi/cmd/fmpirun).
 //
-// # Packages
+// # A first program
 //
-//	fiber     workers, fibers, the two-level bit-vector scheduler, Event and
-//	          Waiter (seed 001 §3.1)
-//	packet    packets and the per-worker packet pool with stealing (seed 001
-//	          §3.3)
-//	match     the concurrent matching table: 64-byte buckets, FIFO per key,
-//	          wildcards (seed 001 §3.2, and further)
-//	datatype  derived datatypes and packing (vector, indexed, subarray, ...)
-//	rdma      the transport interface and its backends: rdma/inproc (one
-//	          process, the embedded default), rdma/shm (processes of one
-//	          node), rdma/route (one transport per process that picks a
-//	          backend per destination); TCP between nodes is not built yet
-//	endpoint  processes, thread levels, endpoints, eager and rendezvous
-//	comm      Comm[T], Request[T], collectives, communicator creation
+// endpoint.Run starts k ranks and waits for them; comm.World gives each rank
+// its typed communicator, whose buffers are slices of a fixed-size type:
 //
-// Arrows point down only: fiber, match, packet and datatype import no other
-// fibermpi package (but internal/invariants); rdma imports packet, and its
-// backends only rdma and packet; endpoint is the one package that knows
-// them all, and comm builds on endpoint.
-// internal/invariants holds consistency checks compiled in only with the
-// build tag "invariants".
+//	err := endpoint.Run(4, func(ep *endpoint.Endpoint) error {
+//		c, err := comm.World[float64](ep)
+//		if err != nil {
+//			return err
+//		}
+//		sum := make([]float64, 1)
+//		if err := c.Allreduce([]float64{float64(c.Rank())}, sum, comm.Sum[float64]()); err != nil {
+//			return err
+//		}
+//		fmt.Println("rank", c.Rank(), "of", c.Size(), "sum", sum[0])
+//		return nil
+//	})
 //
-// # The path of one message
+// A rank that returns an error or panics ends the job, as with errgroup and
+// MPI_Abort: every other rank's blocked call returns an error wrapping
+// comm.ErrAborted, and Run returns the first failure. The Examples below are
+// whole programs: Monte-Carlo π, a heat equation with halo exchanges, a
+// pipeline of goroutine ranks, a select over a collective.
 //
-// Send, eager (up to the eager limit): Comm[T].Send views []T as bytes
-// without copying; the endpoint translates (communicator, rank) to a
-// transport address, takes a packet from its worker's pool, writes the header
-// (context id, source, tag, sequence, length) and the payload, and posts it;
-// the send buffer is reusable when Send returns. (In one process, when the
-// receive is already posted, the sender copies straight into the receive
-// buffer instead and no packet is used.)
+// # Fibers or goroutines
 //
-// Arrival: the progress engine (a worker's idle hook, a dedicated server, or
-// the caller) polls the transport, builds the key (context id, source, tag)
-// and inserts the packet into the matching table. If a receive was posted,
-// the payload is copied into its buffer, its waiter is signalled (one atomic
-// OR for a fiber) and the packet returns to the pool; otherwise the packet
-// waits in the table for its receive.
+// endpoint.Run runs each rank on a fiber: a user-level thread that a
+// worker (an OS thread) runs among thousands of others. A fiber blocked in
+// a fibermpi call (Recv, Wait, a collective) yields to its worker for the
+// cost of a coroutine switch, so a million fibers fit on a few cores. The
+// price: a fiber must not block in ordinary Go — a channel, select, a
+// mutex, time.Sleep — which stops every fiber of its worker; package fiber
+// has the waits that yield (fiber.Sleep, fiber.Event, fiber.WaitGroup,
+// fiber.Mutex).
 //
-// Recv: builds the request (buffer, waiter), inserts it; if a packet was
-// there it copies and frees it, otherwise it waits: a fiber yields to its
-// worker, a goroutine parks.
+// endpoint.RunGoroutines runs each rank on a plain goroutine: blocking
+// calls park it the Go way, and the rank may use channels, select and
+// mutexes freely. Same signature, same error handling; no package fiber
+// needed. Choose goroutines for ranks that mix message passing with
+// ordinary concurrent Go, fibers for very many ranks.
 //
-// Rendezvous (above the eager limit, seed 001 §2.2.2): the receiver sends a
-// ready-to-receive with its registered buffer, the sender puts the data
-// straight into it (one copy, no packet) and a completion wakes the
-// receiver. A receive with a wildcard, or posted after its message, first
-// needs the sender's request-to-send. In one process a send of any size
-// whose receive is posted copies straight into it, with no control
-// messages at all.
+// # Endpoints
 //
-// # Rejected designs
+// An endpoint is a rank: the resources that let one thread communicate
+// independently of the others (Snir 2009; Sridharan et al. 2014). Run
+// makes them for you. A program that manages its own threads calls
+// endpoint.Init, Process.CreateEndpoints(k), and registers each thread
+// with its endpoint (Endpoint.Register); the thread level
+// (endpoint.ThreadSingle ... ThreadMultiple) says how many threads may use
+// one endpoint.
 //
-// Assembly stack switching for fibers: about 10 ns a switch, and broken by
-// the garbage collector, stack growth, system calls, panics and the race
-// detector; Go moves and scans goroutine stacks, so only the runtime may
-// switch them. Fibers are runtime coroutines (iter.Pull) instead, at about
-// 30 ns a switch (see package fiber). Goroutines and channels as fibers: a
-// scheduler round trip per handoff, and tens of microseconds whenever a
-// locked worker thread must be unparked. Linear posted and unexpected
-// queues for matching: cost grows with every pending operation and one lock
-// serializes all threads.
+// # Messages and futures
+//
+// comm.Comm[T] sends and receives []T: Send, Recv, Sendrecv, Probe, and the
+// nonblocking Isend and Irecv, which return a *comm.Request[T]. Every
+// request — point-to-point or a nonblocking collective's *comm.CollRequest —
+// is a comm.Waitable: Wait, Test, WaitContext, and Done for select in a
+// goroutine; comm.WaitAll, WaitAllContext, WaitAny and WaitSome take any
+// mix. comm.ProcNull is the null neighbour: sends to it and receives from
+// it complete at once, so edge ranks need no special case. Layouts that are
+// not contiguous (a column, every other element) go through package
+// datatype and Comm.SendLayout.
+//
+// # Collectives and topologies
+//
+// Barrier, Bcast, Reduce, Allreduce, Scan, Gather(v), Scatter(v),
+// Allgather(v), Alltoall(v) and ReduceScatter, each with a nonblocking
+// I-form; Dup, Split and Create make new communicators; comm.CartCreate
+// lays ranks on a Cartesian grid, whose Shift gives halo neighbours and
+// whose NeighborAllgather and NeighborAlltoall exchange with them.
+//
+// # Testing
+//
+// Package commtest runs SPMD code under go test: commtest.Run(t, n, fn)
+// gives each rank a *commtest.T whose Fatal and Errorf work inside a fiber
+// or a goroutine rank.
+//
+// # Many processes
+//
+// The same program runs as several processes under fmpirun:
+//
+//	fmpirun -n 4 ./myprog
+//
+// Each process then holds one rank of the world (or the endpoints it
+// creates); processes of one node talk through shared memory, of different
+// nodes through TCP. Under mpiexec (Hydra), Slurm's srun or torchrun's
+// environment the same binary finds its job without fmpirun (see package
+// bootstrap).
+//
+// # Where to go next
+//
+//   - package comm: Comm[T], requests, collectives, errors;
+//   - package endpoint: processes, endpoints, thread levels, Options, the
+//     job's failure semantics;
+//   - package fiber: workers and fibers, and the waits that yield;
+//   - package datatype: derived layouts;
+//   - examples/redblack: the red-black SOR codes of Snir 2009 §4.3, every
+//     variant, checked against the sequential code;
+//   - doc/DESIGN.md: the design, for contributors; doc/papers.md: the papers
+//     cited as "Author Year §section" throughout the documentation.
+//
+// This package itself tells the release: Version, VersionInfo.
 package fibermpi

@@ -152,7 +152,7 @@ var backends = []backend{
 	{name: "fmpirun", claims: fmpirunClaims, open: openFmpirun},
 	{name: "pmi2", claims: pmi2Claims, open: openPMI2},
 	{name: "pmi", claims: pmiClaims, open: openPMI1},
-	guard("pmix", "Open MPI's mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+	guard("pmix", "Open MPI's mpirun", "it speaks PMIx, fibermpi PMI-1 and PMI-2", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
 	{name: "slurm", claims: slurmClaims, open: openSlurm},
 	{name: "torchrun", claims: torchClaims, open: openTorchrun},
 	{name: "single", claims: func(lookupFunc) bool { return true }, open: func(lookupFunc) (Bootstrap, error) { return Single(), nil }},
@@ -194,8 +194,9 @@ func detect(env lookupFunc) (Bootstrap, error) {
 }
 
 // guard is the table row of a launcher fibermpi cannot join yet: it claims
-// an environment whose sizeVar is above 1 and refuses it.
-func guard(name, who, rankVar, sizeVar string) backend {
+// an environment whose sizeVar is above 1 and refuses it, saying why (and
+// what to launch with instead).
+func guard(name, who, why, rankVar, sizeVar string) backend {
 	claims := func(env lookupFunc) bool {
 		v, ok := env(sizeVar)
 		n, err := strconv.Atoi(v)
@@ -204,9 +205,9 @@ func guard(name, who, rankVar, sizeVar string) backend {
 	open := func(env lookupFunc) (Bootstrap, error) {
 		r, _ := env(rankVar)
 		s, _ := env(sizeVar)
-		return nil, fmt.Errorf("%w: started by %s (%s=%q, %s=%q), which fibermpi cannot join yet: "+
-			"launch with fmpirun, or set %s=single to run each process on its own",
-			ErrEnvironment, who, rankVar, r, sizeVar, s, EnvBootstrap)
+		return nil, fmt.Errorf("%w: started by %s (%s=%q, %s=%q), which fibermpi cannot join yet (%s): "+
+			"launch with fmpirun, MPICH's mpiexec or srun, or set %s=single to run each process on its own",
+			ErrEnvironment, who, rankVar, r, sizeVar, s, why, EnvBootstrap)
 	}
 	return backend{name: name, claims: claims, open: open}
 }

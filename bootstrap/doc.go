@@ -62,9 +62,11 @@
 //
 // # fmpirun's environment
 //
-// fmpirun (cmd/fmpirun) starts N processes on this node and gives each:
+// fmpirun (cmd/fmpirun) starts N processes, on this node or (-hosts,
+// through ssh) on others, and gives each:
 //
-//	FIBERMPI_BOOT   path of fmpirun's unix socket (in a private 0700 directory)
+//	FIBERMPI_BOOT   path of fmpirun's unix socket (in a private 0700 directory),
+//	                or tcp:<address>:<port> of its TCP socket on another host
 //	FIBERMPI_RANK   the process's rank, 0..N-1
 //	FIBERMPI_SIZE   N
 //	FIBERMPI_JOBID  the job id: 16 hex digits, fresh per job
@@ -103,6 +105,9 @@
 // (rank -1, the launcher). The job is then over: fibermpi's runtime ends
 // the process when Failed fires (a program using this package directly
 // should do the same), and fmpirun kills what is left after a grace period.
+// A process on another host (FIBERMPI_BOOT=tcp:…), which fmpirun cannot
+// kill, ends itself a second after Failed fires unless it has closed its
+// bootstrap, printing the cause, as the processes of a store job do.
 //
 // A process that exits with status 0, or calls Close, while the others run
 // is not a failure: the job goes on, and only a later collective that

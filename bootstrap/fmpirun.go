@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fibermpi/fibermpi/internal/bootwire"
@@ -17,7 +16,7 @@ import (
 
 // The environment fmpirun gives each process (see the package doc).
 const (
-	EnvBoot  = bootwire.EnvBoot  // path of fmpirun's unix socket
+	EnvBoot  = bootwire.EnvBoot  // path of fmpirun's unix socket, or "tcp:host:port" on another host
 	EnvRank  = bootwire.EnvRank  // this process's rank
 	EnvSize  = bootwire.EnvSize  // the number of processes
 	EnvJobID = bootwire.EnvJobID // the job id
@@ -72,11 +71,10 @@ func fmpirunEnv(env lookupFunc) (rank, size int, jobID, sock string, err error) 
 
 // client is a process's side of an fmpirun job.
 type client struct {
+	fate
 	name       string
 	server     serverInfo
-	afterClose func()                     // rank 0 of a store job: waits for the others, stops the store
-	endAfter   time.Duration              // a store job: end the process this long after a failure
-	endTimer   atomic.Pointer[time.Timer] // armed by die when endAfter is set
+	afterClose func() // rank 0 of a store job: waits for the others, stops the store
 	rank, size int
 	jobID      string
 	conn       net.Conn
@@ -84,12 +82,6 @@ type client struct {
 	reqMu   sync.Mutex          // one collective at a time
 	wmu     sync.Mutex          // one write at a time
 	replies chan bootwire.Msg   // OK and Error frames, from the reader to the waiting collective
-	dead    chan struct{}       // closed by die
-	deadErr error               // written before dead is closed
-	failed  chan error          // Failed(): one error, when the job ends because of another
-	closing chan struct{}       // closed by Close
-	done    chan struct{}       // closed when the reader goroutine returns
-	once    sync.Once           // guards die
 	mu      sync.Mutex          // guards what follows
 	records []map[string][]byte // by rank: what Get returns
 	pending []byte              // encoded Put frames, sent with the next collective
@@ -103,12 +95,19 @@ func openFmpirun(env lookupFunc) (Bootstrap, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := net.DialTimeout("unix", sock, dialTimeout)
+	network, addr, endAfter := "unix", sock, time.Duration(0)
+	if a, ok := strings.CutPrefix(sock, bootwire.TCPPrefix); ok {
+		// A process fmpirun started on another host, through ssh: killing
+		// ssh does not reach it, so it ends itself once the job failed or
+		// fmpirun is gone, as a store job's processes do.
+		network, addr, endAfter = "tcp", a, storeEndGrace
+	}
+	conn, err := net.DialTimeout(network, addr, dialTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot reach fmpirun at %s=%s: %v (has the job ended, or is this environment left over from another one?)",
 			ErrEnvironment, EnvBoot, sock, err)
 	}
-	return join(conn, "fmpirun", fmpirunServer, rank, size, jobID, 0)
+	return join(conn, "fmpirun", fmpirunServer, rank, size, jobID, endAfter)
 }
 
 // fmpirunServer names fmpirun in the errors of a lost connection.
@@ -146,14 +145,11 @@ func join(conn net.Conn, name string, server serverInfo, rank, size int, jobID s
 		return nil, replyError(m)
 	}
 	c := &client{
-		name: name, server: server, endAfter: endAfter, rank: rank, size: size, jobID: hello.JobID, conn: conn,
+		name: name, server: server, rank: rank, size: size, jobID: hello.JobID, conn: conn,
 		replies: make(chan bootwire.Msg, 1),
-		dead:    make(chan struct{}),
-		failed:  make(chan error, 1),
-		closing: make(chan struct{}),
-		done:    make(chan struct{}),
 		records: make([]map[string][]byte, size),
 	}
+	c.fate.init(endAfter, c.end)
 	go c.read(r)
 	return c, nil
 }
@@ -248,21 +244,6 @@ func (c *client) read(r *bootwire.Reader) {
 	}
 }
 
-// die records the job's end: blocking calls return err from now on, and
-// Failed fires with it if notify.
-func (c *client) die(err error, notify bool) {
-	c.once.Do(func() {
-		c.deadErr = err
-		close(c.dead)
-		if notify {
-			c.failed <- err // buffered, sent once
-			if c.endAfter > 0 {
-				c.endTimer.Store(time.AfterFunc(c.endAfter, func() { c.end(err) }))
-			}
-		}
-	})
-}
-
 // end is what a store job does when the process neither closed its
 // bootstrap nor exited within endAfter of the job's failure: no launcher
 // will kill it, so it ends itself, naming the cause, with the abort's code
@@ -287,12 +268,11 @@ func (c *client) end(err error) {
 // exit ends the process; tests replace it.
 var exit = os.Exit
 
-func (c *client) Name() string         { return c.name }
-func (c *client) Rank() int            { return c.rank }
-func (c *client) Size() int            { return c.size }
-func (c *client) JobID() string        { return c.jobID }
-func (c *client) Host() string         { return hostIdentity() }
-func (c *client) Failed() <-chan error { return c.failed }
+func (c *client) Name() string  { return c.name }
+func (c *client) Rank() int     { return c.rank }
+func (c *client) Size() int     { return c.size }
+func (c *client) JobID() string { return c.jobID }
+func (c *client) Host() string  { return hostIdentity() }
 
 func (c *client) Put(key string, value []byte) error {
 	if err := checkRecord(key, value); err != nil {
@@ -366,18 +346,6 @@ func (c *client) collective(t bootwire.Type) error {
 		return nil
 	}
 	return replyError(m)
-}
-
-// usable returns ErrClosed after Close, the job's error after it ended.
-func (c *client) usable() error {
-	select {
-	case <-c.closing:
-		return ErrClosed
-	case <-c.dead:
-		return c.deadErr
-	default:
-		return nil
-	}
 }
 
 func (c *client) write(b []byte) error {

@@ -125,16 +125,10 @@ type pmiClient struct {
 	conn       net.Conn
 	stderr     io.Writer
 
-	reqMu    sync.Mutex // one request at a time
-	replies  chan pmiMsg
-	dead     chan struct{} // closed by die
-	deadErr  error         // written before dead is closed
-	failed   chan error
-	closing  chan struct{}
-	done     chan struct{} // closed when the reader returns
-	once     sync.Once
-	ending   atomic.Bool                // set by Close before it finalizes: the server may then hang up
-	endTimer atomic.Pointer[time.Timer] // armed by die: see end
+	fate
+	reqMu   sync.Mutex // one request at a time
+	replies chan pmiMsg
+	ending  atomic.Bool // set by Close before it finalizes: the server may then hang up
 
 	mu      sync.Mutex
 	pending map[string][]string // puts not yet sent: the encoded chunks by key
@@ -186,16 +180,13 @@ func openPMI(env lookupFunc, version int) (Bootstrap, error) {
 		version: version, rank: e.rank, size: e.size, conn: conn, stderr: os.Stderr,
 		keyMax: 64, valMax: 1024, slurm: hasEnv(env, EnvSlurmJobID),
 		replies: make(chan pmiMsg, 1),
-		dead:    make(chan struct{}),
-		failed:  make(chan error, 1),
-		closing: make(chan struct{}),
-		done:    make(chan struct{}),
 		own:     make(map[string][]byte),
 		pending: make(map[string][]string),
 		vers:    make(map[string]int),
 		seen:    make(map[string]int),
 		cache:   make(map[string][]byte),
 	}
+	c.fate.init(pmiEndGrace, c.end)
 	r := bufio.NewReader(conn)
 	if err := c.handshake(r, e); err != nil {
 		conn.Close()
@@ -297,7 +288,11 @@ func (c *pmiClient) handshake(r *bufio.Reader, e pmiEnv) error {
 			kv = append(kv, "pmijobid", e.jobID)
 		}
 		if e.port != "" && e.rank < 0 {
-			kv = append(kv, "pmiid", e.id)
+			// PMI-2's fullinit names the process by pmirank; over
+			// PMI_PORT the launcher gives no PMI_RANK but PMI_ID,
+			// which is it (Hydra matches pmirank against the ranks it
+			// started and refuses a fullinit without one).
+			kv = append(kv, "pmirank", e.id)
 		} else {
 			kv = append(kv, "pmirank", strconv.Itoa(e.rank))
 		}
@@ -387,17 +382,6 @@ func (c *pmiClient) read(r *bufio.Reader) {
 	}
 }
 
-func (c *pmiClient) die(err error, notify bool) {
-	c.once.Do(func() {
-		c.deadErr = err
-		close(c.dead)
-		if notify {
-			c.failed <- err
-			c.endTimer.Store(time.AfterFunc(pmiEndGrace, func() { c.end(err) }))
-		}
-	})
-}
-
 // pmiEndGrace is how long a process may go on after its PMI server went
 // away (Failed fired) before it ends itself, unless it closed its
 // bootstrap: a launcher that died cannot kill it, and its job is over.
@@ -410,17 +394,6 @@ func (c *pmiClient) end(err error) {
 	}
 	fmt.Fprintf(c.stderr, "%v; ending this process (exit status 1): the job is over\n", err)
 	exit(1)
-}
-
-func (c *pmiClient) usable() error {
-	select {
-	case <-c.closing:
-		return ErrClosed
-	case <-c.dead:
-		return c.deadErr
-	default:
-		return nil
-	}
 }
 
 // request sends one command and waits for its answer, which must be want
@@ -463,11 +436,10 @@ func (c *pmiClient) Name() string {
 	}
 	return "pmi"
 }
-func (c *pmiClient) Rank() int            { return c.rank }
-func (c *pmiClient) Size() int            { return c.size }
-func (c *pmiClient) JobID() string        { return c.jobID }
-func (c *pmiClient) Host() string         { return hostIdentity() }
-func (c *pmiClient) Failed() <-chan error { return c.failed }
+func (c *pmiClient) Rank() int     { return c.rank }
+func (c *pmiClient) Size() int     { return c.size }
+func (c *pmiClient) JobID() string { return c.jobID }
+func (c *pmiClient) Host() string  { return hostIdentity() }
 
 // kvsKey is the PMI key of chunk i of version ver of rank's record key:
 // "<rank>/<key>" when that is short and plain enough, else a hash of the

@@ -8,10 +8,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fibermpi/fibermpi/internal/testenv"
 )
 
 // fakePMI1 is the server side of a PMI-1 connection handed to the client
@@ -95,7 +96,7 @@ func TestPMI1Client(t *testing.T) {
 	codes := make(chan int, 1)
 	exit = func(code int) { codes <- code }
 	defer func() { exit = os.Exit }()
-	var stderr lockedBuf
+	var stderr testenv.Buffer
 	b.(*pmiClient).stderr = &stderr
 	if b.Name() != "pmi" || b.Rank() != 1 || b.Size() != 2 || b.JobID() != "pmi-kvs_42_0" {
 		t.Fatalf("%s rank %d size %d job %q", b.Name(), b.Rank(), b.Size(), b.JobID())
@@ -239,21 +240,4 @@ func TestPMI1BadServer(t *testing.T) {
 	if err := <-done; !errors.Is(err, ErrPeerLost) {
 		t.Errorf("server gone during init: %v", err)
 	}
-}
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

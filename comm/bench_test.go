@@ -376,7 +376,7 @@ func (rankFibers) layout(n int) (endpoint.ThreadLevel, int, func(int) (int, int,
 
 // tagFibers: the n fibers share two ThreadMultiple endpoints, n/2 fibers
 // registered with each; pair i is fiber i of rank 0 and fiber i of rank 1,
-// and it talks on tag i: the threads-share-a-rank model of seed 001.
+// and it talks on tag i: the threads-share-a-rank model of Dang et al. 2016b.
 type tagFibers struct{}
 
 func (tagFibers) layout(int) (endpoint.ThreadLevel, int, func(int) (int, int, int, int)) {

@@ -99,7 +99,7 @@ func (c *Comm[T]) launch(name string, nb bool, check func() error, build func(s 
 		}
 		return nil, s.run()
 	}
-	q := &CollRequest{s: s}
+	q := &CollRequest{op: s, eng: st.coll.eng, w: c.ep.Waiter()}
 	if st.owned {
 		st.refs.Add(1)
 		q.st = st
@@ -125,20 +125,29 @@ func scanName(ex bool) string {
 	return "Scan"
 }
 
-// Barrier returns once every rank has called it (dissemination algorithm,
-// ⌈log2 p⌉ rounds).
+// Barrier returns once every rank has called it (through memory: a
+// counter; by messages: dissemination, ⌈log2 p⌉ rounds).
 func (c *Comm[T]) Barrier() error {
-	_, err := c.launch("Barrier", false, noCheck, buildBarrier)
+	_, err := c.barrier(false)
 	return err
 }
 
 // Ibarrier starts a barrier.
-func (c *Comm[T]) Ibarrier() (*CollRequest, error) {
-	return c.launch("Barrier", true, noCheck, buildBarrier)
+func (c *Comm[T]) Ibarrier() (*CollRequest, error) { return c.barrier(true) }
+
+func (c *Comm[T]) barrier(nb bool) (*CollRequest, error) {
+	if q, ok, err := c.viaShm("Barrier", nb, noCheck, &shmColl[T]{kind: kBarrier}); ok {
+		return q, err
+	}
+	if q, ok, err := c.viaTwoLevel("Barrier", nb, noCheck, tlArgs[T]{kind: kBarrier}); ok {
+		return q, err
+	}
+	return c.launch("Barrier", nb, noCheck, buildBarrier)
 }
 
-// Bcast copies root's buf into every rank's buf (binomial tree). Every
-// rank's buf has the same length.
+// Bcast copies root's buf into every rank's buf (through memory: staged
+// in the shared area up to 16 KiB, read from root's buf above; by
+// messages: a binomial tree). Every rank's buf has the same length.
 func (c *Comm[T]) Bcast(buf []T, root int) error {
 	_, err := c.bcast(false, buf, root)
 	return err
@@ -148,13 +157,21 @@ func (c *Comm[T]) Bcast(buf []T, root int) error {
 func (c *Comm[T]) Ibcast(buf []T, root int) (*CollRequest, error) { return c.bcast(true, buf, root) }
 
 func (c *Comm[T]) bcast(nb bool, buf []T, root int) (*CollRequest, error) {
-	return c.launch("Bcast", nb, func() error { return checkRoot(root, c.Size()) },
-		func(s *sched) { buildBcast(s, buf, root) })
+	check := func() error { return checkRoot(root, c.Size()) }
+	if q, ok, err := c.viaShm("Bcast", nb, check, &shmColl[T]{kind: kBcast, send: buf, recv: buf, root: root}); ok {
+		return q, err
+	}
+	if q, ok, err := c.viaTwoLevel("Bcast", nb, check, tlArgs[T]{kind: kBcast, send: buf, recv: buf, root: root}); ok {
+		return q, err
+	}
+	return c.launch("Bcast", nb, check, func(s *sched) { buildBcast(s, buf, root) })
 }
 
-// Reduce combines every rank's send with op into root's recv (binomial
-// tree). recv is used at root only (len(send) elements; nil elsewhere is
-// fine); send and recv may be the same slice.
+// Reduce combines every rank's send with op into root's recv (through
+// memory: combined by the last rank to arrive up to 16 KiB, reduce-scattered
+// into root's recv above; by messages: a binomial tree). recv is used at
+// root only (len(send) elements; nil elsewhere is fine); send and recv may
+// be the same slice.
 func (c *Comm[T]) Reduce(send, recv []T, op Op[T], root int) error {
 	_, err := c.reduce(false, send, recv, op, root)
 	return err
@@ -166,7 +183,7 @@ func (c *Comm[T]) Ireduce(send, recv []T, op Op[T], root int) (*CollRequest, err
 }
 
 func (c *Comm[T]) reduce(nb bool, send, recv []T, op Op[T], root int) (*CollRequest, error) {
-	return c.launch("Reduce", nb, func() error {
+	check := func() error {
 		if err := checkRoot(root, c.Size()); err != nil {
 			return err
 		}
@@ -180,13 +197,22 @@ func (c *Comm[T]) reduce(nb bool, send, recv []T, op Op[T], root int) (*CollRequ
 			return checkDisjoint(send, recv)
 		}
 		return nil
-	}, func(s *sched) { buildReduce(s, send, recv, op, root) })
+	}
+	if q, ok, err := c.viaShm("Reduce", nb, check, &shmColl[T]{kind: kReduce, send: send, recv: recv, op: op, root: root}); ok {
+		return q, err
+	}
+	if q, ok, err := c.viaTwoLevel("Reduce", nb, check, tlArgs[T]{kind: kReduce, send: send, recv: recv, op: op, root: root}); ok {
+		return q, err
+	}
+	return c.launch("Reduce", nb, check, func(s *sched) { buildReduce(s, send, recv, op, root) })
 }
 
-// Allreduce combines every rank's send with op into every rank's recv
-// (recursive doubling; ring reduce-scatter and allgather for vectors of 64
-// KiB and more with a commutative op). send and recv have the same length
-// and may be the same slice.
+// Allreduce combines every rank's send with op into every rank's recv.
+// Through memory: combined by the last rank to arrive up to 16 KiB, a
+// reduce-scatter in place then an allgather above. By messages: recursive
+// doubling; ring reduce-scatter and allgather for vectors of 64 KiB and
+// more with a commutative op. send and recv have the same length and may
+// be the same slice.
 func (c *Comm[T]) Allreduce(send, recv []T, op Op[T]) error {
 	_, err := c.allreduce(false, send, recv, op)
 	return err
@@ -198,16 +224,22 @@ func (c *Comm[T]) Iallreduce(send, recv []T, op Op[T]) (*CollRequest, error) {
 }
 
 func (c *Comm[T]) allreduce(nb bool, send, recv []T, op Op[T]) (*CollRequest, error) {
-	return c.launch("Allreduce", nb, func() error { return checkReduceArgs(send, recv, op, "Allreduce") },
-		func(s *sched) { buildAllreduce(s, send, recv, op) })
+	check := func() error { return checkReduceArgs(send, recv, op, "Allreduce") }
+	if q, ok, err := c.viaShm("Allreduce", nb, check, &shmColl[T]{kind: kAllreduce, send: send, recv: recv, op: op}); ok {
+		return q, err
+	}
+	if q, ok, err := c.viaTwoLevel("Allreduce", nb, check, tlArgs[T]{kind: kAllreduce, send: send, recv: recv, op: op}); ok {
+		return q, err
+	}
+	return c.launch("Allreduce", nb, check, func(s *sched) { buildAllreduce(s, send, recv, op) })
 }
 
 func checkReduceArgs[T any](send, recv []T, op Op[T], name string) error {
 	if err := checkOp(op); err != nil {
 		return err
 	}
-	if err := checkLen(name+" recv", len(recv), len(send)); err != nil {
-		return err
+	if len(recv) != len(send) {
+		return &CountError{Arg: name + " recv", Have: len(recv), Want: len(send)}
 	}
 	return checkDisjoint(send, recv)
 }
@@ -237,8 +269,11 @@ func (c *Comm[T]) Iexscan(send, recv []T, op Op[T]) (*CollRequest, error) {
 }
 
 func (c *Comm[T]) scan(nb bool, send, recv []T, op Op[T], ex bool) (*CollRequest, error) {
-	return c.launch(scanName(ex), nb, func() error { return checkReduceArgs(send, recv, op, "Scan") },
-		func(s *sched) { buildScan(s, send, recv, op, ex) })
+	check := func() error { return checkReduceArgs(send, recv, op, "Scan") }
+	if q, ok, err := c.viaShm(scanName(ex), nb, check, &shmColl[T]{kind: kScan, send: send, recv: recv, op: op, ex: ex}); ok {
+		return q, err
+	}
+	return c.launch(scanName(ex), nb, check, func(s *sched) { buildScan(s, send, recv, op, ex) })
 }
 
 // ReduceScatterBlock combines every rank's send (Size()·n elements) with op
@@ -257,7 +292,7 @@ func (c *Comm[T]) IreduceScatterBlock(send, recv []T, op Op[T]) (*CollRequest, e
 
 func (c *Comm[T]) reduceScatterBlock(nb bool, send, recv []T, op Op[T]) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch("ReduceScatterBlock", nb, func() error {
+	check := func() error {
 		if err := checkOp(op); err != nil {
 			return err
 		}
@@ -265,7 +300,11 @@ func (c *Comm[T]) reduceScatterBlock(nb bool, send, recv []T, op Op[T]) (*CollRe
 			return err
 		}
 		return checkDisjoint(send, recv)
-	}, func(s *sched) {
+	}
+	if q, ok, err := c.viaShm("ReduceScatterBlock", nb, check, &shmColl[T]{kind: kReduceScatter, send: send, recv: recv, op: op}); ok {
+		return q, err
+	}
+	return c.launch("ReduceScatterBlock", nb, check, func(s *sched) {
 		if op.commutative {
 			buildRingReduceScatter(s, send, recv, op)
 			return
@@ -300,7 +339,7 @@ func (c *Comm[T]) reduceScatter(nb bool, send, recv []T, counts []int, op Op[T])
 		displs[i] = total
 		total += n
 	}
-	return c.launch("ReduceScatter", nb, func() error {
+	check := func() error {
 		if err := checkOp(op); err != nil {
 			return err
 		}
@@ -314,7 +353,11 @@ func (c *Comm[T]) reduceScatter(nb bool, send, recv []T, counts []int, op Op[T])
 			return err
 		}
 		return checkDisjoint(send, recv)
-	}, func(s *sched) { buildReduceScatterV(s, send, recv, counts, displs, op) })
+	}
+	if q, ok, err := c.viaShm("ReduceScatter", nb, check, &shmColl[T]{kind: kReduceScatter, send: send, recv: recv, op: op, counts: counts, displs: displs}); ok {
+		return q, err
+	}
+	return c.launch("ReduceScatter", nb, check, func(s *sched) { buildReduceScatterV(s, send, recv, counts, displs, op) })
 }
 
 func buildReduceScatterV[T any](s *sched, send, recv []T, counts, displs []int, op Op[T]) {

@@ -10,18 +10,21 @@ import (
 
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/internal/jobtest"
 )
 
-// benchFibers runs n fiber ranks on the default workers of one process: rank 0 runs
-// lead (the benchmark loop: a fiber may call b.Loop, it is the only
-// caller), the others rest; it returns when all have.
-func benchFibers(b *testing.B, n int, lead, rest func(c *Comm[float64]) error) {
+// benchFibers runs n fiber ranks on the default workers of one process,
+// their world's collectives going the given path: rank 0 runs lead (the
+// benchmark loop: a fiber may call b.Loop, it is the only caller), the
+// others rest; it returns when all have.
+func benchFibers(b *testing.B, n int, path CollPath, lead, rest func(c *Comm[float64]) error) {
 	b.Helper()
 	err := endpoint.Run(n, func(ep *endpoint.Endpoint) error {
 		c, err := World[float64](ep)
 		if err != nil {
 			return err
 		}
+		usePath(c, path)
 		if c.Rank() == 0 {
 			return lead(c)
 		}
@@ -37,31 +40,73 @@ var benchSizes = []struct {
 	elems int
 }{{"8B", 1}, {"1KiB", 128}, {"1MiB", 128 << 10}}
 
-// BenchmarkAllreduce: Sum of float64 vectors over N in-process ranks (rank
-// 0 the benchmark goroutine, the others fibers on 2 workers). The last call
-// carries a NaN that tells the fibers to stop.
+// benchPaths are the contenders of the collective benchmarks: through
+// memory (the default in one process) and the message schedules.
+var benchPaths = []struct {
+	name string
+	path CollPath
+}{{"shm", CollAuto}, {"msg", CollMessages}}
+
+// BenchmarkAllreduce: Sum of float64 vectors over N fiber ranks of one
+// process (rank 0 runs the benchmark loop), through memory and by
+// messages. The last call carries a NaN that tells the others to stop.
 func BenchmarkAllreduce(b *testing.B) {
 	for _, n := range []int{2, 8, 64} {
 		for _, sz := range benchSizes {
-			b.Run(fmt.Sprintf("N=%d/size=%s", n, sz.name), func(b *testing.B) {
-				op := Sum[float64]()
-				b.SetBytes(int64(8 * sz.elems))
-				benchFibers(b, n, func(c *Comm[float64]) error {
-					send, recv := make([]float64, sz.elems), make([]float64, sz.elems)
+			for _, path := range benchPaths {
+				b.Run(fmt.Sprintf("N=%d/size=%s/path=%s", n, sz.name, path.name), func(b *testing.B) {
+					op := Sum[float64]()
+					b.SetBytes(int64(8 * sz.elems))
+					benchFibers(b, n, path.path, func(c *Comm[float64]) error {
+						send, recv := make([]float64, sz.elems), make([]float64, sz.elems)
+						for b.Loop() {
+							if err := c.Allreduce(send, recv, op); err != nil {
+								return err
+							}
+						}
+						send[0] = math.NaN()
+						return c.Allreduce(send, recv, op)
+					}, func(c *Comm[float64]) error {
+						send, recv := make([]float64, sz.elems), make([]float64, sz.elems)
+						for {
+							if err := c.Allreduce(send, recv, op); err != nil {
+								return err
+							}
+							if math.IsNaN(recv[0]) {
+								return nil
+							}
+						}
+					})
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkBarrier: N fiber ranks of one process, through memory and by
+// messages. Rank 0 runs the loop; before its last barrier it publishes how
+// many it runs in all, and the others stop after that many.
+func BenchmarkBarrier(b *testing.B) {
+	for _, n := range []int{2, 8, 64} {
+		for _, path := range benchPaths {
+			b.Run(fmt.Sprintf("N=%d/path=%s", n, path.name), func(b *testing.B) {
+				var total atomic.Int64
+				benchFibers(b, n, path.path, func(c *Comm[float64]) error {
+					done := int64(0)
 					for b.Loop() {
-						if err := c.Allreduce(send, recv, op); err != nil {
+						done++
+						if err := c.Barrier(); err != nil {
 							return err
 						}
 					}
-					send[0] = math.NaN()
-					return c.Allreduce(send, recv, op)
+					total.Store(done + 1)
+					return c.Barrier()
 				}, func(c *Comm[float64]) error {
-					send, recv := make([]float64, sz.elems), make([]float64, sz.elems)
-					for {
-						if err := c.Allreduce(send, recv, op); err != nil {
+					for done := int64(1); ; done++ {
+						if err := c.Barrier(); err != nil {
 							return err
 						}
-						if math.IsNaN(recv[0]) {
+						if t := total.Load(); t != 0 && done >= t {
 							return nil
 						}
 					}
@@ -71,34 +116,36 @@ func BenchmarkAllreduce(b *testing.B) {
 	}
 }
 
-// BenchmarkBcast: binomial broadcast from rank 0 (the benchmark goroutine)
-// to N−1 fiber ranks.
+// BenchmarkBcast: broadcast from rank 0 (the benchmark loop) to N−1 fiber
+// ranks, through memory and by messages.
 func BenchmarkBcast(b *testing.B) {
 	for _, n := range []int{2, 8, 64} {
 		for _, sz := range benchSizes {
-			b.Run(fmt.Sprintf("N=%d/size=%s", n, sz.name), func(b *testing.B) {
-				b.SetBytes(int64(8 * sz.elems))
-				benchFibers(b, n, func(c *Comm[float64]) error {
-					buf := make([]float64, sz.elems)
-					for b.Loop() {
-						if err := c.Bcast(buf, 0); err != nil {
-							return err
+			for _, path := range benchPaths {
+				b.Run(fmt.Sprintf("N=%d/size=%s/path=%s", n, sz.name, path.name), func(b *testing.B) {
+					b.SetBytes(int64(8 * sz.elems))
+					benchFibers(b, n, path.path, func(c *Comm[float64]) error {
+						buf := make([]float64, sz.elems)
+						for b.Loop() {
+							if err := c.Bcast(buf, 0); err != nil {
+								return err
+							}
 						}
-					}
-					buf[0] = math.NaN()
-					return c.Bcast(buf, 0)
-				}, func(c *Comm[float64]) error {
-					buf := make([]float64, sz.elems)
-					for {
-						if err := c.Bcast(buf, 0); err != nil {
-							return err
+						buf[0] = math.NaN()
+						return c.Bcast(buf, 0)
+					}, func(c *Comm[float64]) error {
+						buf := make([]float64, sz.elems)
+						for {
+							if err := c.Bcast(buf, 0); err != nil {
+								return err
+							}
+							if math.IsNaN(buf[0]) {
+								return nil
+							}
 						}
-						if math.IsNaN(buf[0]) {
-							return nil
-						}
-					}
+					})
 				})
-			})
+			}
 		}
 	}
 }
@@ -111,7 +158,7 @@ type dupper interface {
 	dup(par *Comm[int64], mask *[endpoint.ContextMaskLen]uint64) error
 }
 
-// singleDup is seed 002 §5.1's single-threaded algorithm: one
+// singleDup is Gropp and Thakur 2007 §5.1's single-threaded algorithm: one
 // Allreduce(AND) of a private mask, no lock, no ownership; unsafe with
 // more than one thread per process.
 type singleDup struct{}
@@ -137,7 +184,7 @@ func (singleDup) dup(par *Comm[int64], mask *[endpoint.ContextMaskLen]uint64) er
 	return endpoint.ErrNoContext
 }
 
-// fig3Dup is Dup (seed 002 Fig. 3, endpoint.NewContext) and Free.
+// fig3Dup is Dup (Gropp and Thakur 2007 Fig. 3, endpoint.NewContext) and Free.
 type fig3Dup struct{}
 
 func (fig3Dup) dup(par *Comm[int64], _ *[endpoint.ContextMaskLen]uint64) error {
@@ -148,7 +195,7 @@ func (fig3Dup) dup(par *Comm[int64], _ *[endpoint.ContextMaskLen]uint64) error {
 	return d.Free()
 }
 
-// BenchmarkCommDup is seed 002 Fig. 4 over 4 goroutine ranks (endpoints of
+// BenchmarkCommDup is Gropp and Thakur 2007 Fig. 4 over 4 goroutine ranks (endpoints of
 // one ThreadMultiple process): single is §5.1's algorithm, multi1 the
 // Fig. 3 algorithm with one goroutine per endpoint, multi2 with two per
 // endpoint, each duping its own parent at the same time. The figure is
@@ -251,5 +298,58 @@ func BenchmarkCommDup(b *testing.B) {
 			wg.Wait()
 			h.Unregister()
 		})
+	}
+}
+
+// BenchmarkTwoLevel: Allreduce of 8 B and Barrier over 2, 4 and 8 fiber
+// ranks in 2 simulated processes (1, 2 and 4 endpoints each; jobtest's
+// in-memory wire between them), in two levels (shm) and as message
+// schedules over all ranks (msg).
+func BenchmarkTwoLevel(b *testing.B) {
+	for _, bench := range []string{"Allreduce8B", "Barrier"} {
+		for _, ranks := range []int{2, 4, 8} {
+			setup := jobtest.Setups(ranks)[2] // procs=2/sync
+			for _, path := range benchPaths {
+				b.Run(fmt.Sprintf("%s/%s/ranks=%d/path=%s", bench, setup.Name, ranks, path.name), func(b *testing.B) {
+					var total atomic.Int64
+					err := jobtest.RunSetup(setup, ranks, endpoint.ThreadSingle, func(ep *endpoint.Endpoint) error {
+						c, err := World[float64](ep)
+						if err != nil {
+							return err
+						}
+						usePath(c, path.path)
+						buf := []float64{1}
+						op := func() error {
+							if bench == "Barrier" {
+								return c.Barrier()
+							}
+							return c.Allreduce(buf, buf, Sum[float64]())
+						}
+						if c.Rank() == 0 {
+							done := int64(0)
+							for b.Loop() {
+								done++
+								if err := op(); err != nil {
+									return err
+								}
+							}
+							total.Store(done + 1)
+							return op()
+						}
+						for done := int64(1); ; done++ {
+							if err := op(); err != nil {
+								return err
+							}
+							if t := total.Load(); t != 0 && done >= t {
+								return nil
+							}
+						}
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+				})
+			}
+		}
 	}
 }

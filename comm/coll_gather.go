@@ -28,7 +28,7 @@ func (c *Comm[T]) Igather(send, recv []T, root int) (*CollRequest, error) {
 
 func (c *Comm[T]) gather(nb bool, send, recv []T, root int) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch("Gather", nb, func() error {
+	check := func() error {
 		if err := checkRoot(root, p); err != nil {
 			return err
 		}
@@ -36,7 +36,11 @@ func (c *Comm[T]) gather(nb bool, send, recv []T, root int) (*CollRequest, error
 			return checkLen("Gather recv", len(recv), p*len(send))
 		}
 		return nil
-	}, func(s *sched) {
+	}
+	if q, ok, err := c.viaShm("Gather", nb, check, &shmColl[T]{kind: kGather, send: send, recv: recv, root: root}); ok {
+		return q, err
+	}
+	return c.launch("Gather", nb, check, func(s *sched) {
 		counts, displs := blocks(p, len(send))
 		buildGatherv(s, send, recv, counts, displs, root)
 	})
@@ -56,7 +60,7 @@ func (c *Comm[T]) Igatherv(send, recv []T, counts, displs []int, root int) (*Col
 
 func (c *Comm[T]) gatherv(nb bool, send, recv []T, counts, displs []int, root int) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch("Gatherv", nb, func() error {
+	check := func() error {
 		if err := checkRoot(root, p); err != nil {
 			return err
 		}
@@ -67,7 +71,11 @@ func (c *Comm[T]) gatherv(nb bool, send, recv []T, counts, displs []int, root in
 			return err
 		}
 		return checkLen("Gatherv send", len(send), counts[root])
-	}, func(s *sched) { buildGatherv(s, send, recv, counts, displs, root) })
+	}
+	if q, ok, err := c.viaShm("Gatherv", nb, check, &shmColl[T]{kind: kGather, send: send, recv: recv, root: root, counts: counts, displs: displs}); ok {
+		return q, err
+	}
+	return c.launch("Gatherv", nb, check, func(s *sched) { buildGatherv(s, send, recv, counts, displs, root) })
 }
 
 // Scatter sends block i of root's send (Size()·n elements) to rank i's recv
@@ -84,7 +92,7 @@ func (c *Comm[T]) Iscatter(send, recv []T, root int) (*CollRequest, error) {
 
 func (c *Comm[T]) scatter(nb bool, send, recv []T, root int) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch("Scatter", nb, func() error {
+	check := func() error {
 		if err := checkRoot(root, p); err != nil {
 			return err
 		}
@@ -92,7 +100,11 @@ func (c *Comm[T]) scatter(nb bool, send, recv []T, root int) (*CollRequest, erro
 			return checkLen("Scatter send", len(send), p*len(recv))
 		}
 		return nil
-	}, func(s *sched) {
+	}
+	if q, ok, err := c.viaShm("Scatter", nb, check, &shmColl[T]{kind: kScatter, send: send, recv: recv, root: root}); ok {
+		return q, err
+	}
+	return c.launch("Scatter", nb, check, func(s *sched) {
 		counts, displs := blocks(p, len(recv))
 		buildScatterv(s, send, counts, displs, recv, root)
 	})
@@ -112,7 +124,7 @@ func (c *Comm[T]) Iscatterv(send []T, counts, displs []int, recv []T, root int) 
 
 func (c *Comm[T]) scatterv(nb bool, send []T, counts, displs []int, recv []T, root int) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch("Scatterv", nb, func() error {
+	check := func() error {
 		if err := checkRoot(root, p); err != nil {
 			return err
 		}
@@ -123,7 +135,11 @@ func (c *Comm[T]) scatterv(nb bool, send []T, counts, displs []int, recv []T, ro
 			return err
 		}
 		return checkLen("Scatterv recv", len(recv), counts[root])
-	}, func(s *sched) { buildScatterv(s, send, counts, displs, recv, root) })
+	}
+	if q, ok, err := c.viaShm("Scatterv", nb, check, &shmColl[T]{kind: kScatter, send: send, recv: recv, root: root, counts: counts, displs: displs}); ok {
+		return q, err
+	}
+	return c.launch("Scatterv", nb, check, func(s *sched) { buildScatterv(s, send, counts, displs, recv, root) })
 }
 
 // Allgather collects every rank's send (n elements) into every rank's recv
@@ -141,7 +157,7 @@ func (c *Comm[T]) Iallgather(send, recv []T) (*CollRequest, error) {
 
 func (c *Comm[T]) allgather(nb bool, send, recv []T) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch("Allgather", nb, func() error {
+	check := func() error {
 		if err := checkLen("Allgather recv", len(recv), p*len(send)); err != nil {
 			return err
 		}
@@ -150,7 +166,11 @@ func (c *Comm[T]) allgather(nb bool, send, recv []T) (*CollRequest, error) {
 			return nil
 		}
 		return checkDisjoint(send, recv)
-	}, func(s *sched) { buildAllgather(s, send, recv) })
+	}
+	if q, ok, err := c.viaShm("Allgather", nb, check, &shmColl[T]{kind: kAllgather, send: send, recv: recv}); ok {
+		return q, err
+	}
+	return c.launch("Allgather", nb, check, func(s *sched) { buildAllgather(s, send, recv) })
 }
 
 // Allgatherv collects rank i's send (counts[i] elements) into every rank's
@@ -167,7 +187,7 @@ func (c *Comm[T]) Iallgatherv(send, recv []T, counts, displs []int) (*CollReques
 
 func (c *Comm[T]) allgatherv(nb bool, send, recv []T, counts, displs []int) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch("Allgatherv", nb, func() error {
+	check := func() error {
 		if err := checkV("Allgatherv recv", counts, displs, p, len(recv)); err != nil {
 			return err
 		}
@@ -179,7 +199,11 @@ func (c *Comm[T]) allgatherv(nb bool, send, recv []T, counts, displs []int) (*Co
 			return nil
 		}
 		return checkDisjoint(send, recv)
-	}, func(s *sched) { buildRingAllgatherv(s, send, recv, counts, displs) })
+	}
+	if q, ok, err := c.viaShm("Allgatherv", nb, check, &shmColl[T]{kind: kAllgather, send: send, recv: recv, counts: counts, displs: displs}); ok {
+		return q, err
+	}
+	return c.launch("Allgatherv", nb, check, func(s *sched) { buildRingAllgatherv(s, send, recv, counts, displs) })
 }
 
 // Alltoall sends block i of every rank's send (n elements per block) to
@@ -197,7 +221,7 @@ func (c *Comm[T]) Ialltoall(send, recv []T) (*CollRequest, error) {
 
 func (c *Comm[T]) alltoall(nb bool, send, recv []T) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch("Alltoall", nb, func() error {
+	check := func() error {
 		if len(send)%p != 0 {
 			return &CountError{Arg: "Alltoall send", Have: len(send), Want: p * (len(send) / p)}
 		}
@@ -205,7 +229,11 @@ func (c *Comm[T]) alltoall(nb bool, send, recv []T) (*CollRequest, error) {
 			return err
 		}
 		return checkDisjointStrict(send, recv)
-	}, func(s *sched) {
+	}
+	if q, ok, err := c.viaShm("Alltoall", nb, check, &shmColl[T]{kind: kAlltoall, send: send, recv: recv}); ok {
+		return q, err
+	}
+	return c.launch("Alltoall", nb, check, func(s *sched) {
 		n := len(send) / p
 		counts, displs := blocks(p, n)
 		buildAlltoallv(s, send, counts, displs, recv, counts, displs, n*c.size <= alltoallBurstMax)
@@ -235,7 +263,7 @@ func (c *Comm[T]) Ialltoallv(send []T, scounts, sdispls []int, recv []T, rcounts
 
 func (c *Comm[T]) alltoallv(nb bool, send []T, scounts, sdispls []int, recv []T, rcounts, rdispls []int) (*CollRequest, error) {
 	p := c.Size()
-	return c.launch("Alltoallv", nb, func() error {
+	check := func() error {
 		if err := checkV("Alltoallv send", scounts, sdispls, p, len(send)); err != nil {
 			return err
 		}
@@ -246,5 +274,9 @@ func (c *Comm[T]) alltoallv(nb bool, send []T, scounts, sdispls []int, recv []T,
 			return err
 		}
 		return checkDisjointStrict(send, recv)
-	}, func(s *sched) { buildAlltoallv(s, send, scounts, sdispls, recv, rcounts, rdispls, false) })
+	}
+	if q, ok, err := c.viaShm("Alltoallv", nb, check, &shmColl[T]{kind: kAlltoallv, send: send, recv: recv, counts: rcounts, displs: rdispls, scounts: scounts, sdispls: sdispls}); ok {
+		return q, err
+	}
+	return c.launch("Alltoallv", nb, check, func(s *sched) { buildAlltoallv(s, send, scounts, sdispls, recv, rcounts, rdispls, false) })
 }

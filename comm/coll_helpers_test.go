@@ -17,28 +17,41 @@ var collRanks = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 16}
 
 // rankMode runs k ranks one way: fibers on endpoints (endpoint.RunWith) or
 // goroutines each registered with its own endpoint of a ThreadMultiple
-// process.
+// process; path is how forEachSize's communicators run their collectives
+// (the ranks share a process, so by default through memory).
 type rankMode struct {
 	name string
 	run  func(k int, fn func(ep *endpoint.Endpoint) error) error
+	path CollPath
 }
 
 var rankModes = []rankMode{
 	{"fibers", func(k int, fn func(*endpoint.Endpoint) error) error {
 		return endpoint.RunWith(endpoint.ThreadSingle, endpoint.Options{Workers: 2}, k, fn)
-	}},
+	}, CollAuto},
 	{"goroutines-rendezvous", func(k int, fn func(*endpoint.Endpoint) error) error {
 		return runGoroutines(k, endpoint.Options{Workers: 1, EagerLimit: -1}, fn)
-	}},
-	{"fibers-remote-rendezvous", func(k int, fn func(*endpoint.Endpoint) error) error {
+	}, CollAuto},
+	{"fibers-messages", func(k int, fn func(*endpoint.Endpoint) error) error {
+		return endpoint.RunWith(endpoint.ThreadSingle, endpoint.Options{Workers: 2}, k, fn)
+	}, CollMessages},
+	{"fibers-remote-rendezvous-messages", func(k int, fn func(*endpoint.Endpoint) error) error {
 		opts := endpoint.Options{Workers: 2, EagerLimit: -1, Transport: rdmatest.HideLocal(inproc.New())}
 		return endpoint.RunWith(endpoint.ThreadSingle, opts, k, fn)
-	}},
+	}, CollMessages},
+}
+
+// usePath sets how c runs its collectives, even after it ran some (tests
+// only: every rank must do the same between the same collectives).
+func usePath[T any](c *Comm[T], p CollPath) {
+	st := c.st()
+	st.path, st.shm, st.shmChecked = p, nil, false
+	st.topo, st.topoChecked = nil, false
 }
 
 // runGoroutines runs fn as k goroutine ranks of one ThreadMultiple process.
 func runGoroutines(k int, opts endpoint.Options, fn func(*endpoint.Endpoint) error) error {
-	return endpoint.RunGoroutines(endpoint.ThreadMultiple, opts, k, fn)
+	return endpoint.RunGoroutinesWith(endpoint.ThreadMultiple, opts, k, fn)
 }
 
 // forEachSize runs fn on a world of T for every rank count and mode.
@@ -52,6 +65,7 @@ func forEachSize[T any](t *testing.T, fn func(c *Comm[T]) error) {
 					if err != nil {
 						return err
 					}
+					usePath(c, m.path)
 					err = fn(c)
 					if err != nil {
 						// Seen at once: the other ranks may now wait forever.

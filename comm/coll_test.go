@@ -39,6 +39,7 @@ func TestBarrierOrders(t *testing.T) {
 					if err != nil {
 						return err
 					}
+					usePath(c, m.path)
 					arrived.Add(1)
 					if err := c.Barrier(); err != nil {
 						return err

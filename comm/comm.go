@@ -10,11 +10,17 @@ import (
 	"github.com/fibermpi/fibermpi/fiber"
 )
 
-// Wildcards for receives, and the largest tag.
+// Wildcards for receives, the largest tag, and the null process.
 const (
 	AnySource = endpoint.AnySource
 	AnyTag    = endpoint.AnyTag
 	MaxTag    = endpoint.MaxTag
+	// ProcNull is a rank every send, receive and probe accepts and that
+	// takes part in nothing (MPI_PROC_NULL): a send to it completes at
+	// once; a receive from it completes at once, leaves its buffer alone
+	// and has Status{Source: ProcNull, Tag: AnyTag}. The neighbour past
+	// the edge of a domain, so that edge ranks need no special case.
+	ProcNull = endpoint.ProcNull
 )
 
 // Status describes a received (or probed) message in elements of T.

@@ -78,7 +78,7 @@ func TestTypedRoundTrip(t *testing.T) {
 }
 
 // TestLayoutRedBlackRow sends every other cell of a row (the red cells of
-// seed 004's SOR) and receives them into every other cell of another row.
+// Snir 2009's SOR) and receives them into every other cell of another row.
 func TestLayoutRedBlackRow(t *testing.T) {
 	run(t, 2, func(t *testing.T, opts endpoint.Options) {
 		const n = 4001 // odd: 2001 red cells

@@ -11,7 +11,7 @@ import (
 
 // Communicator creation. Dup, Split and Create are collective over the
 // parent communicator; CreateGroup only over the new group's members. Each
-// agrees on a context-id pair for the new communicator with seed 002's
+// agrees on a context-id pair for the new communicator with Gropp and Thakur 2007's
 // algorithm (endpoint.NewContext): one Allreduce(AND) of the free-id masks
 // when nothing else is being created at the same endpoints, more attempts
 // only while other creations on the same endpoints compete, never a
@@ -34,8 +34,9 @@ func newContext(ep *endpoint.Endpoint, x *collCtx, parent uint32) (uint32, error
 func (c *Comm[T]) derive(id uint32, addrs []rdma.Addr, rank int) *Comm[T] {
 	nc := endpoint.Comm{Context: id, Addrs: addrs}
 	c.ep.NoteComm(nc) // for deadlock reports
-	return &Comm[T]{ep: c.ep, c: nc, rank: rank, elem: c.elem, size: c.size,
-		x: newState(c.ep, nc, rank, true, c.st().coll.eng)}
+	x := newState(c.ep, nc, rank, true, c.st().coll.eng)
+	x.path = c.st().path
+	return &Comm[T]{ep: c.ep, c: nc, rank: rank, elem: c.elem, size: c.size, x: x}
 }
 
 // Dup returns a new communicator with the same ranks and a new context:
@@ -192,7 +193,7 @@ func (c *Comm[T]) Abort(err error) error { return c.ep.Abort(err) }
 
 // Free releases the caller's reference to the communicator; every later
 // call on it (through any view of it) returns ErrFreed. Its context id returns to the endpoint's pool once
-// every request started on it has completed (seed 002 §4.1). In MPI Free is
+// every request started on it has completed (Gropp and Thakur 2007 §4.1). In MPI Free is
 // collective; here each rank frees its own view, with no communication.
 // Worlds cannot be freed (ErrNotFreeable).
 func (c *Comm[T]) Free() error {
@@ -202,6 +203,9 @@ func (c *Comm[T]) Free() error {
 	}
 	if !st.owned {
 		return ErrNotFreeable
+	}
+	if a := c.area(); a != nil {
+		a.release()
 	}
 	st.freed = true
 	c.c = endpoint.Comm{Context: c.c.Context}

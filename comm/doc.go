@@ -52,6 +52,33 @@
 // once, from the send buffer straight into the receive buffer, when both
 // sides are there (rendezvous).
 //
+// # Collectives
+//
+// Every rank of a communicator calls the same collectives in the same
+// order, with consistent arguments, as in MPI. How they run depends on
+// where the ranks live:
+//
+//   - All in this process (the endpoints of one process, fibers or
+//     goroutines): through memory. The ranks meet in an area shared by
+//     the communicator's views in this process and read and write each
+//     other's buffers; no message is sent. Small reductions are combined
+//     by the last rank to arrive, in rank order; large ones are
+//     reduce-scattered in place (rank r reduces chunk r reading every
+//     rank's buffer) then gathered; small data a rank may leave behind is
+//     copied, large data is read where it lies.
+//   - In several processes, some with several ranks: Barrier, Bcast,
+//     Reduce and Allreduce go in two levels — through memory within each
+//     process, one message schedule among one leader per process. The
+//     other collectives, and a non-commutative reduction whose processes'
+//     ranks are not consecutive, run as message schedules.
+//   - One rank per process: message schedules (point-to-point messages
+//     on the communicator's collective context).
+//
+// A rank waiting for the others yields its fiber (or parks its goroutine):
+// nobody spins, so ranks on one worker hand it to each other, and the ranks
+// that still compute get the cores. SetCollPath(CollMessages) makes a
+// communicator run message schedules everywhere (for comparisons).
+//
 // # Errors
 //
 // Bad input — a rank or tag out of range, a receive buffer shorter than the
@@ -75,7 +102,7 @@
 // # Thread levels
 //
 // The endpoint's thread level (endpoint.ThreadSingle ... ThreadMultiple)
-// applies per endpoint (seed 004): a ThreadSingle endpoint serves one
+// applies per endpoint (Snir 2009): a ThreadSingle endpoint serves one
 // registered caller, a ThreadMultiple one any number at once, each with its
 // own Comm. The eager send and receive paths take no endpoint lock at any
 // level: they touch the caller's packet deque, one matching-table bucket and

@@ -33,7 +33,7 @@ func ExampleComm_Allreduce() {
 }
 
 // Scan gives each rank the offset of its stripe: the sum of the stripe
-// heights of the ranks before it (Exscan), as seed 004's red-black SOR
+// heights of the ranks before it (Exscan), as Snir 2009's red-black SOR
 // needs.
 func ExampleComm_Exscan() {
 	var mu sync.Mutex

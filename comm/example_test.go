@@ -14,7 +14,7 @@ import (
 
 // Every rank says hello to rank 0, which receives from each rank in turn
 // and so prints the greetings in rank order, whatever order they arrived in.
-func Example_helloRanks() {
+func ExampleComm_Recv() {
 	err := endpoint.Run(4, func(ep *endpoint.Endpoint) error {
 		c, err := comm.World[byte](ep)
 		if err != nil {
@@ -44,7 +44,7 @@ func Example_helloRanks() {
 
 // Two ranks bat a counter back and forth: rank 0 serves, rank 1 returns it
 // one higher. Each Recv yields the rank's fiber until the ball arrives.
-func Example_pingPong() {
+func ExampleComm_Send() {
 	const rounds = 3
 	err := endpoint.Run(2, func(ep *endpoint.Endpoint) error {
 		c, err := comm.World[int](ep)
@@ -84,7 +84,7 @@ func Example_pingPong() {
 	// ping 20, pong 21
 }
 
-// Snir's example (seed 004 §2.4) in Go. The process starts at
+// Snir's example (Snir 2009 §2.4) in Go. The process starts at
 // MPI_THREAD_SINGLE, which with endpoints means one thread per endpoint, not
 // one per process. The OpenMP team becomes one fiber per endpoint: the
 // "master" creates the endpoints (MPI_Endpoint_create), each fiber
@@ -132,7 +132,7 @@ func Example_snirEndpoints() {
 	// thread 3 received []
 }
 
-// snirThread is the body of the parallel region of seed 004 §2.4.
+// snirThread is the body of the parallel region of Snir 2009 §2.4.
 func snirThread(ep *endpoint.Endpoint, f *fiber.Fiber, myid, count int, got *[]int32) error {
 	h, err := ep.Register(f.Waiter()) // MPI_Endpoint_register(myid, endpoints)
 	if err != nil {
@@ -168,7 +168,7 @@ func snirThread(ep *endpoint.Endpoint, f *fiber.Fiber, myid, count int, got *[]i
 	return err
 }
 
-// Seed 003's Listing 1 in Go: a hybrid program whose threads get ranks from
+// Sridharan et al. 2014's Listing 1 in Go: a hybrid program whose threads get ranks from
 // endpoints. The process initialises at MPI_THREAD_MULTIPLE, the "master"
 // creates one endpoint per thread, and each thread — a plain goroutine here,
 // as an OpenMP thread is an OS thread — registers with its endpoint

@@ -174,7 +174,7 @@ func collectiveErrs(t *testing.T, k int, fn func(c *Comm[int]) error) [][]error 
 		}
 		bounded(t, "the collective", func() error {
 			if goroutines {
-				return endpoint.RunGoroutines(endpoint.ThreadSingle, endpoint.Options{}, k, body)
+				return endpoint.RunGoroutinesWith(endpoint.ThreadSingle, endpoint.Options{}, k, body)
 			}
 			return endpoint.RunWith(endpoint.ThreadSingle, endpoint.Options{}, k, body)
 		})

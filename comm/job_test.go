@@ -13,7 +13,7 @@ import (
 // The comm tests that make sense for several processes, under every job
 // layout of internal/jobtest (in process, with rdma.Local hidden, 2 and 3
 // processes): collectives against their serial results, and communicator
-// creation, whose context ids the processes must agree on (seed 002 Fig. 3).
+// creation, whose context ids the processes must agree on (Gropp and Thakur 2007 Fig. 3).
 func TestJobCollectives(t *testing.T) {
 	for _, ranks := range []int{3, 4} {
 		t.Run(fmt.Sprint("ranks=", ranks), func(t *testing.T) {

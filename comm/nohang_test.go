@@ -38,7 +38,7 @@ func TestDeadlockPartialCollective(t *testing.T) {
 		}
 		var err error
 		if goroutines {
-			err = endpoint.RunGoroutines(endpoint.ThreadSingle, opts, 3, body)
+			err = endpoint.RunGoroutinesWith(endpoint.ThreadSingle, opts, 3, body)
 		} else {
 			err = endpoint.RunWith(endpoint.ThreadSingle, opts, 3, body)
 		}

@@ -151,93 +151,13 @@ func (q *Request[T]) Cancel() bool {
 	return q.r.Cancel()
 }
 
-// base, waiter and complete make Request[T] a Waitable.
+// base, waiter, done and collective make Request[T] a Waitable.
 func (q *Request[T]) base() *endpoint.Request {
 	if q == nil {
 		return nil
 	}
 	return q.r
 }
-func (q *Request[T]) waiter() *fiber.Waiter { return q.w }
-func (q *Request[T]) done() error           { return q.finish().Err }
-
-// Waitable is a request of any element type, for WaitAll, WaitAny,
-// WaitSome and TestAll. *Request[T] implements it.
-type Waitable interface {
-	base() *endpoint.Request
-	waiter() *fiber.Waiter
-	done() error
-}
-
-// callerOf returns the waiter of the first non-nil request: the caller of
-// a multi-request wait is the caller that started them.
-func callerOf(reqs []Waitable) (*fiber.Waiter, []*endpoint.Request, error) {
-	var w *fiber.Waiter
-	base := make([]*endpoint.Request, len(reqs))
-	for i, q := range reqs {
-		if q == nil || q.base() == nil {
-			continue
-		}
-		base[i] = q.base()
-		if w == nil {
-			w = q.waiter()
-		}
-	}
-	if w == nil {
-		return nil, nil, endpoint.ErrNilRequest
-	}
-	return w, base, nil
-}
-
-// WaitAll waits for every request (they may belong to different endpoints
-// and element types) and returns the first error among their statuses.
-func WaitAll(reqs ...Waitable) error {
-	for _, q := range reqs {
-		if q == nil || q.base() == nil {
-			return endpoint.ErrNilRequest
-		}
-	}
-	var first error
-	for _, q := range reqs {
-		q.base().WaitFor(q.waiter())
-		if err := q.done(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-// WaitAny waits until one request completes and returns its index and its
-// status' error. Nil requests are skipped.
-func WaitAny(reqs ...Waitable) (int, error) {
-	w, base, err := callerOf(reqs)
-	if err != nil {
-		return -1, err
-	}
-	i, _ := endpoint.WaitAny(w, base...)
-	return i, reqs[i].done()
-}
-
-// WaitSome waits until at least one request completes and returns the
-// indices of all that have completed.
-func WaitSome(reqs ...Waitable) ([]int, error) {
-	w, base, err := callerOf(reqs)
-	if err != nil {
-		return nil, err
-	}
-	idx, err := endpoint.WaitSome(w, base...)
-	for _, i := range idx {
-		reqs[i].done()
-	}
-	return idx, err
-}
-
-// TestAll reports whether every request has completed, without blocking.
-func TestAll(reqs ...Waitable) bool {
-	for _, q := range reqs {
-		if q != nil && q.base() != nil && !q.base().Test() {
-			return false
-		}
-	}
-	return true
-}
+func (q *Request[T]) waiter() *fiber.Waiter    { return q.w }
+func (q *Request[T]) done() error              { return q.finish().Err }
+func (q *Request[T]) collective() *CollRequest { return nil }

@@ -2,73 +2,12 @@ package comm
 
 import (
 	"errors"
-	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
 )
-
-// Errors of collectives and communicator management.
-var (
-	// ErrRoot is returned when a root rank is outside the communicator.
-	ErrRoot = errors.New("comm: root out of range")
-	// ErrCount is matched by a *CountError: a buffer's length does not
-	// fit the counts and the communicator's size.
-	ErrCount = errors.New("comm: buffer length inconsistent with counts")
-	// ErrMismatch is matched by a *MismatchError: a collective message had
-	// a different size than this rank expected, because ranks passed
-	// inconsistent counts.
-	ErrMismatch = errors.New("comm: ranks disagree on a collective's sizes")
-	// ErrNotCommutative is returned for a non-commutative operation where
-	// the call requires a commutative one.
-	ErrNotCommutative = errors.New("comm: operation is not commutative")
-	// ErrOp is returned for the zero Op.
-	ErrOp = errors.New("comm: invalid operation (zero Op)")
-	// ErrOverlap is returned when a send and a receive buffer overlap
-	// without being the same slice (the same slice means in place).
-	ErrOverlap = errors.New("comm: send and receive buffers overlap")
-	// ErrFreed is returned by calls on a freed communicator.
-	ErrFreed = errors.New("comm: communicator freed")
-	// ErrNotFreeable is returned by Free on a world or other communicator
-	// this package did not create.
-	ErrNotFreeable = errors.New("comm: communicator not created by Dup, Split or Create")
-	// ErrGroup is returned for a group rank out of range or repeated, or a
-	// group that is not a subset of the communicator.
-	ErrGroup = errors.New("comm: bad group")
-	// ErrPartial is matched by a *PartialError: a message that is not a
-	// whole number of elements.
-	ErrPartial = errors.New("comm: message is not a whole number of elements")
-)
-
-// CountError reports a buffer whose length does not fit the counts.
-type CountError struct {
-	Arg        string // which buffer or count
-	Have, Want int
-}
-
-// Error describes the count that does not fit.
-func (e *CountError) Error() string {
-	return fmt.Sprintf("comm: %s has %d elements, want %d", e.Arg, e.Have, e.Want)
-}
-
-// Is makes errors.Is(err, ErrCount) true.
-func (e *CountError) Is(target error) bool { return target == ErrCount }
-
-// MismatchError reports a collective message from Peer of Got bytes where
-// this rank expected Want: the ranks passed inconsistent counts.
-type MismatchError struct {
-	Peer      int
-	Want, Got int
-}
-
-// Error describes what the ranks disagreed on.
-func (e *MismatchError) Error() string {
-	return fmt.Sprintf("comm: collective message from rank %d has %d bytes, this rank expected %d (inconsistent counts)", e.Peer, e.Got, e.Want)
-}
-
-// Is makes errors.Is(err, ErrMismatch) true.
-func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 
 // collCtx is where a communicator's collective traffic goes: its collective
 // context id (the point-to-point id + 1) over the same ranks, and the tag
@@ -84,9 +23,11 @@ type collCtx struct {
 }
 
 // Tag spaces on a collective context: ordinary collectives count in the
-// low 23 bits; CreateGroup's temporary communicators set bit 23.
+// low 22 bits; the leaders of two-level collectives (twolevel.go) set bit
+// 22; CreateGroup's temporary communicators set bit 23.
 const (
-	collTagMask  = 1<<23 - 1
+	collTagMask  = 1<<22 - 1
+	leadTagBit   = 1 << 22
 	groupTagBit  = 1 << 23
 	groupTagBits = 13 // user tag bits of CreateGroup
 	groupSeqBits = 10
@@ -123,6 +64,8 @@ type sched struct {
 	tag    int
 	rounds []round
 	last   func() // local work after the last round
+
+	nested bool // a phase of a two-level collective: not in the engine itself
 
 	cur   int
 	reqs  []*endpoint.Request // the current round's receives then sends
@@ -234,7 +177,7 @@ func (s *sched) start() {
 	if s.done {
 		return
 	}
-	if s.cur == 0 {
+	if s.cur == 0 && !s.nested {
 		s.x.eng.add(s)
 	}
 	if s.cur >= len(s.rounds) {
@@ -260,19 +203,63 @@ func (s *sched) finishAll() error {
 	return s.err
 }
 
-// test advances every pending schedule as far as it can without blocking
-// and reports whether s is done.
-func (s *sched) test() bool {
-	s.x.eng.poll()
-	return s.done
-}
-
 // advance completes s's rounds while they are complete.
 func (s *sched) advance() {
 	for !s.done && endpoint.TestAll(s.reqs...) {
 		s.complete()
 	}
 }
+
+func (s *sched) finished() bool { return s.done }
+
+func (s *sched) failure() error { return s.err }
+
+// block waits for the current round and completes it.
+func (s *sched) block() {
+	endpoint.WaitAll(s.x.ep.Waiter(), s.reqs...)
+	s.complete()
+}
+
+// prepare readies a wait on several collectives: the schedule's pending
+// requests join reqs. If none is pending (they completed since the last
+// poll), the schedule is ready to advance: nothing would wake a wait for
+// it.
+func (s *sched) prepare(reqs []*endpoint.Request) ([]*endpoint.Request, bool, bool) {
+	pending := false
+	for _, r := range s.reqs {
+		if !r.Test() {
+			reqs = append(reqs, r)
+			pending = true
+		}
+	}
+	return reqs, false, !pending && !s.done
+}
+
+// collOp is a pending collective of one caller: a message schedule
+// (*sched), a collective through memory (*shmColl), or one in two levels
+// of both (*twoLevel).
+type collOp interface {
+	// advance progresses the collective as far as it can without blocking.
+	advance()
+	finished() bool
+	failure() error
+	// block waits until the collective can progress, and progresses it.
+	block()
+	// prepare readies a wait on several collectives: a schedule appends
+	// its pending requests to reqs; a collective through memory arms the
+	// caller's waiter on its area (shm) and says whether it may progress
+	// at once (ready).
+	prepare(reqs []*endpoint.Request) (out []*endpoint.Request, shm, ready bool)
+	// unprepare undoes prepare's arming once the caller has woken.
+	unprepare()
+	// endpoint returns the endpoint the collective's messages go through,
+	// nil if it has none now.
+	endpoint() *endpoint.Endpoint
+}
+
+func (s *sched) endpoint() *endpoint.Endpoint { return s.x.ep }
+
+func (s *sched) unprepare() {}
 
 // engine progresses the pending collectives of one caller's communicators
 // (a communicator and those derived from it share one). A round of a
@@ -282,18 +269,29 @@ func (s *sched) advance() {
 // another's current wait needs. It belongs to the caller, like the
 // communicator.
 type engine struct {
-	active []*sched
+	active []collOp
 	reqs   []*endpoint.Request // scratch of wait
 }
 
-func (e *engine) add(s *sched) { e.active = append(e.active, s) }
+func (e *engine) add(s collOp) { e.active = append(e.active, s) }
 
-// prune drops finished schedules.
-func (e *engine) prune() {
-	e.active = slices.DeleteFunc(e.active, func(s *sched) bool { return s.done })
+// progress polls the transport through the first pending schedule's
+// endpoint, and reports whether it handled anything.
+func (e *engine) progress() bool {
+	for _, a := range e.active {
+		if ep := a.endpoint(); ep != nil {
+			return ep.Progress()
+		}
+	}
+	return false
 }
 
-// poll advances every pending schedule without blocking.
+// prune drops finished collectives.
+func (e *engine) prune() {
+	e.active = slices.DeleteFunc(e.active, func(s collOp) bool { return s.finished() })
+}
+
+// poll advances every pending collective without blocking.
 func (e *engine) poll() {
 	for i := 0; i < len(e.active); i++ {
 		e.active[i].advance()
@@ -301,28 +299,49 @@ func (e *engine) poll() {
 	e.prune()
 }
 
-// wait blocks w until s is done, advancing every pending schedule.
-func (e *engine) wait(w *fiber.Waiter, s *sched) {
+// wait blocks w until s is done, advancing every pending collective. With
+// only message schedules pending it waits for any of their requests; with
+// only collectives through memory, until one of their areas wakes it; with
+// both (rare: nonblocking collectives over communicators of both kinds at
+// once) it polls, yielding the fiber (or letting other goroutines run)
+// between looks.
+func (e *engine) wait(w *fiber.Waiter, s collOp) {
 	e.poll()
-	for !s.done {
+	for !s.finished() {
 		if len(e.active) == 1 {
-			endpoint.WaitAll(w, s.reqs...)
-			s.complete()
+			s.block()
 			continue
 		}
 		// Only requests still pending: poll has advanced every round whose
 		// requests are all complete, and a complete one would make WaitAny
 		// return at once, spinning a fiber that never yields.
 		e.reqs = e.reqs[:0]
+		shm, ready := false, false
 		for _, a := range e.active {
-			for _, r := range a.reqs {
-				if !r.Test() {
-					e.reqs = append(e.reqs, r)
-				}
+			var sh, rd bool
+			e.reqs, sh, rd = a.prepare(e.reqs)
+			shm, ready = shm || sh, ready || rd
+		}
+		switch {
+		case ready:
+		case !shm:
+			if len(e.reqs) > 0 {
+				endpoint.WaitAny(w, e.reqs...)
+			}
+		case len(e.reqs) == 0:
+			w.Block()
+		default:
+			// Messages and memory at once: poll, driving the transport
+			// (a yielding fiber keeps its worker from idling, and idle
+			// workers are what polls it).
+			if !e.progress() {
+				pause(w)
 			}
 		}
-		if len(e.reqs) > 0 {
-			endpoint.WaitAny(w, e.reqs...)
+		if shm {
+			for _, a := range e.active {
+				a.unprepare()
+			}
 		}
 		clear(e.reqs)
 		e.poll()
@@ -330,14 +349,27 @@ func (e *engine) wait(w *fiber.Waiter, s *sched) {
 	e.prune()
 }
 
+// pause lets others run: a fiber yields, a goroutine lets other goroutines
+// run.
+func pause(w *fiber.Waiter) {
+	if f := w.Fiber(); f != nil {
+		f.Yield()
+		return
+	}
+	runtime.Gosched()
+}
+
 // CollRequest is a pending nonblocking collective. Like Request it belongs
-// to the caller that started it. A collective progresses in rounds; each
-// round's messages move on their own, and the next round starts when Test
-// or Wait finds the current one complete: call Test now and then (or Wait)
-// to make progress.
+// to the caller that started it. A collective progresses in steps (the
+// rounds of its messages, or the phases of its work through memory); the
+// next step starts when Test or Wait finds the current one complete: call
+// Test now and then (or Wait) to make progress.
 type CollRequest struct {
-	s  *sched
-	st *state // held until the collective completes
+	op  collOp
+	eng *engine
+	w   *fiber.Waiter
+	st  *state   // held until the collective completes
+	h   *handoff // set by Done: a goroutine progresses it (collreq.go)
 }
 
 // Wait waits until the collective completes and returns its error. A
@@ -346,9 +378,12 @@ func (q *CollRequest) Wait() error {
 	if q == nil {
 		return endpoint.ErrNilRequest
 	}
-	err := q.s.finishAll()
+	if q.h != nil && !q.h.keep {
+		return q.h.wait()
+	}
+	q.eng.wait(q.w, q.op)
 	q.finish()
-	return err
+	return q.op.failure()
 }
 
 // Test advances the collective without blocking and reports whether it has
@@ -357,16 +392,23 @@ func (q *CollRequest) Test() (bool, error) {
 	if q == nil {
 		return false, endpoint.ErrNilRequest
 	}
-	if !q.s.test() {
+	if q.h != nil && !q.h.keep {
+		return q.h.test()
+	}
+	q.eng.poll()
+	if !q.op.finished() {
 		return false, nil
 	}
 	q.finish()
-	return true, q.s.err
+	return true, q.op.failure()
 }
 
 func (q *CollRequest) finish() {
 	if q.st != nil {
 		q.st.release()
 		q.st = nil
+	}
+	if q.h != nil && q.h.keep {
+		q.h.finish(q.op.failure()) // the channel of Done (collreq.go)
 	}
 }

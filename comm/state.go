@@ -17,6 +17,17 @@ type state struct {
 	freed bool   // Free was called (the owner's flag; read by the owner)
 	name  string
 
+	// The shared area of collectives through memory (shm.go), looked up
+	// once (shmChecked); nil when they go by messages. path forces the
+	// message schedules (tests and benchmarks).
+	shm        *shmArea
+	shmChecked bool
+	path       CollPath
+	// The two-level layout (twolevel.go), computed once (topoChecked);
+	// nil when the collectives do not go in two levels.
+	topo        *topo
+	topoChecked bool
+
 	// refs counts the user's reference (until Free) and each pending
 	// request. hold (Add 1) pairs with release (Add −1); the release that
 	// reaches zero returns the context id.

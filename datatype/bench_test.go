@@ -11,7 +11,7 @@ type packer interface {
 	pack(dst, src []byte) int
 }
 
-// sorRow is the row length of seed 004 §4.3's red-black SOR: N = 10,000
+// sorRow is the row length of Snir 2009 §4.3's red-black SOR: N = 10,000
 // cells, of which every other one (N/2 = 5,000 float32, 20,000 bytes) is
 // sent to a neighbour.
 const sorRow = 10000

@@ -39,7 +39,7 @@
 // so count = n instances are the n columns in turn: packing them
 // transposes the matrix.
 //
-// The red cells of one row of a red-black SOR grid (seed 004 §4.3),
+// The red cells of one row of a red-black SOR grid (Snir 2009 §4.3),
 // Vector((N+1)/2, 1, 2, Float32) sent from a[i][fred^color], and the black
 // cells, Vector(N/2, 1, 2, Float32) sent from the other cell:
 //

@@ -7,7 +7,7 @@ import (
 	"github.com/fibermpi/fibermpi/datatype"
 )
 
-// The red cells of one row of a red-black SOR grid (seed 004 §4.3): every
+// The red cells of one row of a red-black SOR grid (Snir 2009 §4.3): every
 // other float32, as MPI_Type_vector((N+1)/2, 1, 2, MPI_FLOAT).
 func ExampleVector() {
 	const n = 10

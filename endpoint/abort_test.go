@@ -53,7 +53,7 @@ func TestFirstErrorEndsTheJob(t *testing.T) {
 				if mode.name == "fibers" {
 					err = RunWith(ThreadSingle, tr.opts(), 4, body)
 				} else {
-					err = RunGoroutines(ThreadSingle, tr.opts(), 4, body)
+					err = RunGoroutinesWith(ThreadSingle, tr.opts(), 4, body)
 				}
 				var re *RankError
 				if !errors.As(err, &re) || re.Rank != 0 || !errors.Is(err, errBoom) || errors.Is(err, ErrAborted) {
@@ -253,7 +253,7 @@ func TestRunContext(t *testing.T) {
 // the job like an error: the rank waiting for it is not left hanging.
 func TestGoexitEndsTheJob(t *testing.T) {
 	var waiter error
-	err := RunGoroutines(ThreadSingle, Options{}, 2, func(ep *Endpoint) error {
+	err := RunGoroutinesWith(ThreadSingle, Options{}, 2, func(ep *Endpoint) error {
 		if ep.Rank() == 0 {
 			goexit()
 		}

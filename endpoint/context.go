@@ -12,7 +12,7 @@ import (
 // Create) come in pairs: an even id 2i for point-to-point traffic and 2i+1
 // for the communicator's collective traffic. Each endpoint keeps a mask of
 // the pairs it has free; the ids of a new communicator are a pair free at
-// every member endpoint, agreed by seed 002's algorithm (NewContext).
+// every member endpoint, agreed by Gropp and Thakur 2007's algorithm (NewContext).
 const (
 	// ContextWords is the length of the free-pair mask in 64-bit words.
 	ContextWords = 64
@@ -35,7 +35,7 @@ var (
 	ErrContext = errors.New("endpoint: context id not allocated")
 )
 
-// contexts is one endpoint's context-id state (seed 002 Fig. 3): the mask
+// contexts is one endpoint's context-id state (Gropp and Thakur 2007 Fig. 3): the mask
 // of free pairs, whether a caller owns the mask for an allreduce in
 // progress, and the lowest parent context id among callers waiting for
 // the mask. Context ids must be unique per endpoint, not per process: each
@@ -74,7 +74,7 @@ func (s *contexts) reserve(id uint32) {
 }
 
 // NewContext returns the even context id of a new communicator, agreed
-// with the other members by seed 002's algorithm (Fig. 3). parent is the
+// with the other members by Gropp and Thakur 2007's algorithm (Fig. 3). parent is the
 // parent communicator's context id; and must combine its argument with
 // the other members' by bitwise AND (an Allreduce over the parent, or over
 // the new group for a group-collective creation), in place. Every member

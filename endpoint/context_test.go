@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestContextsFig3 drives the per-endpoint state of seed 002 Fig. 3 by
+// TestContextsFig3 drives the per-endpoint state of Gropp and Thakur 2007 Fig. 3 by
 // hand: ownership, the lowest-parent rule, success and retry.
 func TestContextsFig3(t *testing.T) {
 	var s contexts

@@ -272,7 +272,7 @@ func (p *Process) someRunning() bool {
 
 // looksBlocked is blockedOn without the mark.
 func (k *caller) looksBlocked() bool {
-	if k.probing.Load() != nil || k.scratch.ev.Armed() == k.waiter {
+	if k.probing.Load() != nil || k.scratch.ev.Armed() == k.waiter || k.memBlocked() {
 		return true
 	}
 	r := k.wait.Load()
@@ -345,6 +345,9 @@ func (k *caller) blockedOn() (blockMark, bool) {
 	if pw := k.probing.Load(); pw != nil {
 		return blockMark{probe: pw}, true
 	}
+	if m := k.mem.Load(); m != nil && m.Event.Mark(k.waiter) {
+		return blockMark{ev: &m.Event}, true
+	}
 	for _, r := range []*Request{k.scratch, k.wait.Load()} {
 		if r != nil && r.ev.Mark(k.waiter) {
 			return blockMark{ev: &r.ev}, true
@@ -403,6 +406,7 @@ type Op struct {
 	Message    bool   // a queued message that no receive has matched
 	Context    uint32 // the communicator's context id
 	Collective bool   // traffic of a collective on the communicator
+	Memory     bool   // a collective through shared memory waits for the peer (MemWait)
 	World      bool   // the communicator is the caller's world
 	Peer       int    // the peer's rank in the communicator, or AnySource (receives)
 	PeerRank   int    // the peer's rank in the world, −1 if unknown or any
@@ -448,6 +452,8 @@ func (o Op) String() string {
 	switch {
 	case o.Send:
 		b.WriteString("send to ")
+	case o.Memory:
+		b.WriteString("wait through memory for ")
 	case o.Message:
 		b.WriteString("a message from ")
 	default:
@@ -570,6 +576,9 @@ func (p *Process) report(callers []*caller) *DeadlockError {
 			world := k.h.world
 			w.Ops = append(w.Ops, recvOp(pw.c.Context, pw.src, pw.tag, 0, world, pw.c.Addrs))
 		}
+		if k.memBlocked() {
+			w.Ops = append(w.Ops, k.memOps()...)
+		}
 		slices.SortFunc(w.Ops, func(a, b Op) int { return a.PeerRank - b.PeerRank })
 		if w.Call == "Wait" && len(w.Ops) > 0 && !slices.ContainsFunc(w.Ops, func(o Op) bool { return !o.Collective }) {
 			w.Call = "a collective"
@@ -639,6 +648,8 @@ func (k *caller) call() string {
 	switch {
 	case k.probing.Load() != nil:
 		return "Probe"
+	case k.memBlocked():
+		return "a collective"
 	case k.scratch.ev.Armed() == k.waiter:
 		if k.scratch.kind == reqSend {
 			return "Send"

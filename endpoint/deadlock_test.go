@@ -33,7 +33,7 @@ func deadlock(t *testing.T, k int, options func() Options, fn func(ep *Endpoint)
 		}
 		var err error
 		if goroutines {
-			err = RunGoroutines(ThreadSingle, opts, k, body)
+			err = RunGoroutinesWith(ThreadSingle, opts, k, body)
 		} else {
 			err = RunWith(ThreadSingle, opts, k, body)
 		}
@@ -199,7 +199,7 @@ func TestDeadlockWaitProbe(t *testing.T) {
 // TestNoDeadlockWhileComputing: a rank computing for many watchdog periods
 // while the other waits for it is not a deadlock.
 func TestNoDeadlockWhileComputing(t *testing.T) {
-	for _, mode := range []func(ThreadLevel, Options, int, func(*Endpoint) error) error{RunWith, RunGoroutines} {
+	for _, mode := range []func(ThreadLevel, Options, int, func(*Endpoint) error) error{RunWith, RunGoroutinesWith} {
 		err := mode(ThreadSingle, Options{Watch: fastWatch}, 2, func(ep *Endpoint) error {
 			if ep.Rank() == 0 {
 				return recvFrom(ep, 1, 0)

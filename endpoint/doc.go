@@ -3,7 +3,7 @@
 // Most programs use its typed face, package comm, and touch this package
 // only to start: Run, or Init and CreateEndpoints.
 //
-// # Model (seed 004 §2, seed 003)
+// # Model (Snir 2009 §2, Sridharan et al. 2014)
 //
 // Init joins the job at a thread level. Without a launcher the job is this
 // process alone, with one endpoint, rank 0 of its world (the embedded
@@ -28,7 +28,7 @@
 // the same with goroutines, RunContext and RunGoroutinesContext with a
 // context that can end the job).
 //
-// # Protocols (seed 001 §2.2)
+// # Protocols (Dang et al. 2016b §2.2)
 //
 // Eager, up to Options.EagerLimit bytes: the sender copies the data into a
 // packet from its worker's share of the pool and posts it; Send completes at
@@ -44,7 +44,7 @@
 // copy, no packet; a synchronous send is satisfied too).
 //
 // Rendezvous, above the limit (and always for Ssend), is receiver-driven
-// (seed 001 §2.2.2). Over a transport between processes, an exact receive
+// (Dang et al. 2016b §2.2.2). Over a transport between processes, an exact receive
 // (no wildcard) with a buffer above the limit that is the first receive of
 // its key registers the buffer and offers it to the sender at once:
 // ready-to-receive (RTR) with the region. The sender keeps the offer and its
@@ -96,6 +96,17 @@
 // *AbortError (errors.Is(err, ErrAborted)) that names the rank and wraps
 // the failure, and so does every later call; Run returns the failure
 // itself, first. Finalize ends the calls the same way, with ErrFinalized.
+//
+// In a job of several processes each process also watches the others
+// from Init to Finalize (peerwatch.go): those of its node through a pidfd
+// each, those of other nodes through their TCP connections. One found
+// gone ends the job here as Process.Abort would, with a
+// *bootstrap.PeerError naming its rank (errors.Is(err,
+// bootstrap.ErrPeerLost)), printed once on standard error, within
+// milliseconds and whatever the launcher does (Hydra and srun kill the
+// rest of the job, or, with mpiexec -disable-auto-cleanup or srun
+// --kill-on-bad-exit=0, tell nobody). A process that has neither
+// finalized nor exited a second later ends itself with status 1.
 //
 // A deadlock — every registered caller blocked in a fibermpi call, with
 // nothing in flight, for Options.Watch.Deadlock (1.5 s by default) — fails

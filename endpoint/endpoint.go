@@ -56,7 +56,7 @@ const (
 // the fiber or goroutine that will make calls through it, and the blocking
 // calls of that handle then wait the caller's way (a fiber yields to its
 // worker, a goroutine parks). Registration is Snir's MPI_Endpoint_register
-// (seed 004 §2.3); the endpoint's thread level says how many handles may be
+// (Snir 2009 §2.3); the endpoint's thread level says how many handles may be
 // registered at once and whether they may call at the same time.
 //
 // A registered handle belongs to its caller: pass it to no other goroutine.
@@ -68,6 +68,7 @@ type Endpoint struct {
 	waiter *fiber.Waiter // nil until registered
 	worker int           // packet pool index of the caller
 	active bool
+	helper bool   // made by RegisterHelper: not counted in handles
 	gid    uint64 // registering goroutine (invariants builds)
 
 	// scratch is the request of the handle's blocking Send and Recv: the
@@ -98,7 +99,7 @@ func (e *Endpoint) Size() int { return e.world.Size() }
 func (e *Endpoint) World() Comm { return e.world }
 
 // Process returns the communicator of this process's endpoints from the
-// same CreateEndpoints call (seed 004's MPI_COMM_PROCESS).
+// same CreateEndpoints call (Snir 2009's MPI_COMM_PROCESS).
 func (e *Endpoint) Process() Comm { return e.proc }
 
 // Addr returns the endpoint's transport address.
@@ -130,6 +131,36 @@ func (e *Endpoint) Register(w *fiber.Waiter) (*Endpoint, error) {
 	}
 	e.c.handles++
 	e.c.regMu.Unlock()
+	return e.bind(w), nil
+}
+
+// RegisterHelper returns a handle on the same endpoint for a helper of
+// e's registered caller: a goroutine, with waiter w
+// (fiber.NewGoroutineWaiter()), that makes calls on the caller's behalf,
+// as comm.CollRequest.Done's progress goroutine does. Unlike Register it
+// does not count against the thread level, so the caller and its helper
+// together are one caller: below ThreadMultiple they must not call through
+// the endpoint at the same time. Call it from the caller (it reads e);
+// the handle it returns may then be used by the one helper goroutine. e
+// must be registered (ErrNotRegistered); Unregister, from the helper, ends
+// the helper's handle.
+func (e *Endpoint) RegisterHelper(w *fiber.Waiter) (*Endpoint, error) {
+	if w == nil {
+		return nil, fmt.Errorf("%w: nil waiter", ErrNotRegistered)
+	}
+	if !e.active {
+		return nil, ErrNotRegistered
+	}
+	if e.c.p.finalized.Load() {
+		return nil, ErrFinalized
+	}
+	h := e.bind(w)
+	h.helper = true
+	return h, nil
+}
+
+// bind returns a registered copy of e for the caller w.
+func (e *Endpoint) bind(w *fiber.Waiter) *Endpoint {
 	h := *e
 	h.waiter, h.active, h.worker = w, true, packet.NoWorker
 	h.scratch = new(Request)
@@ -144,7 +175,8 @@ func (e *Endpoint) Register(w *fiber.Waiter) (*Endpoint, error) {
 	if e.c.tr != nil {
 		e.c.tr.Label(int(e.rank))
 	}
-	return &h, nil
+	h.helper = false
+	return &h
 }
 
 // Unregister ends the handle's registration; later calls through it fail
@@ -156,6 +188,9 @@ func (e *Endpoint) Unregister() error {
 	e.active = false
 	e.c.p.dropCaller(e.rec)
 	e.rec = nil
+	if e.helper {
+		return nil
+	}
 	e.c.regMu.Lock()
 	e.c.handles--
 	e.c.regMu.Unlock()
@@ -173,7 +208,7 @@ func (e *Endpoint) enter() error {
 		return e.c.p.haltErr()
 	}
 	if invariants.Enabled {
-		if g := goid(); g != e.gid {
+		if g := goid(); g != e.gid && !e.helper {
 			return fmt.Errorf("%w: handle registered by goroutine %d used by goroutine %d", ErrNotRegistered, e.gid, g)
 		}
 		if e.c.level < ThreadMultiple && e.c.busy.Add(1) != 1 {
@@ -193,6 +228,9 @@ func (e *Endpoint) leave() {
 // checkSend validates a send's destination rank and tag in comm c.
 func checkSend(c Comm, src, dst int, tag int) error {
 	if dst < 0 || dst >= len(c.Addrs) {
+		if dst == ProcNull {
+			return nullSend(c, src, tag)
+		}
 		return fmt.Errorf("%w: destination %d, communicator size %d", ErrRank, dst, len(c.Addrs))
 	}
 	if src < 0 || src >= len(c.Addrs) {
@@ -247,6 +285,9 @@ func (e *Endpoint) isendInto(r *Request, c Comm, me, dst, tag int, data []byte, 
 	}
 	defer e.leave()
 	if err := checkSend(c, me, dst, tag); err != nil {
+		if err == errProcNull {
+			return completedSend, nil
+		}
 		return nil, err
 	}
 	if done, err := e.quick(c, me, dst, tag, data, sync); err != nil {
@@ -406,6 +447,10 @@ func (e *Endpoint) IrecvInto(r *Request, c Comm, src, tag int, buf []byte) error
 func (e *Endpoint) post(c Comm, src, tag int, buf []byte, r *Request) error {
 	key, err := recvKey(c, src, tag)
 	if err != nil {
+		if err == errProcNull {
+			completeNull(r)
+			return nil
+		}
 		return err
 	}
 	r.key, r.buf = key, buf
@@ -428,11 +473,14 @@ func recvKey(c Comm, src, tag int) (match.Key, error) {
 	if len(c.Addrs) == 0 { // no rank could send it (a freed communicator's view)
 		return match.Key{}, fmt.Errorf("%w: receive on a communicator of no ranks", ErrRank)
 	}
-	if src != AnySource && (src < 0 || src >= len(c.Addrs)) {
+	if src != AnySource && (src < 0 || src >= len(c.Addrs)) && src != ProcNull {
 		return match.Key{}, fmt.Errorf("%w: source %d, communicator size %d", ErrRank, src, len(c.Addrs))
 	}
 	if tag != AnyTag && (tag < 0 || tag > MaxTag) {
 		return match.Key{}, fmt.Errorf("%w: %d (want 0..%d or AnyTag)", ErrTag, tag, MaxTag)
+	}
+	if src == ProcNull {
+		return match.Key{}, errProcNull
 	}
 	return match.NewKey(c.Context, int32(src), int32(tag))
 }
@@ -446,6 +494,9 @@ func (e *Endpoint) Iprobe(c Comm, src, tag int) (Status, bool, error) {
 	defer e.leave()
 	key, err := recvKey(c, src, tag)
 	if err != nil {
+		if err == errProcNull {
+			return nullStatus, true, nil
+		}
 		return Status{}, false, err
 	}
 	m, mk, ok, err := e.c.table.Probe(key)
@@ -512,6 +563,9 @@ func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool
 	}
 	defer e.leave()
 	if err := checkSend(c, me, dst, tag); err != nil {
+		if err == errProcNull {
+			return nil
+		}
 		return err
 	}
 	if done, err := e.quick(c, me, dst, tag, data, sync); done || err != nil {

@@ -274,7 +274,7 @@ func TestUnregisteredAndFinalized(t *testing.T) {
 	}
 }
 
-// TestFig2NoDeadlock is seed 002 Fig. 2: two processes, two threads each;
+// TestFig2NoDeadlock is Gropp and Thakur 2007 Fig. 2: two processes, two threads each;
 // on each process one thread receives from the other process and then the
 // other thread sends to it. With a blocking receive that held a lock, one
 // thread order deadlocks; here every order must finish. Each process is
@@ -393,7 +393,7 @@ func TestCallerRequests(t *testing.T) {
 // TestRunGoroutines runs ranks on plain goroutines and reports each rank's
 // error with its rank.
 func TestRunGoroutines(t *testing.T) {
-	err := RunGoroutines(ThreadSingle, Options{Workers: 1}, 3, func(ep *Endpoint) error {
+	err := RunGoroutinesWith(ThreadSingle, Options{Workers: 1}, 3, func(ep *Endpoint) error {
 		if ep.Waiter().Fiber() != nil {
 			return errors.New("a goroutine rank has a fiber waiter")
 		}
@@ -403,7 +403,7 @@ func TestRunGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
-	err = RunGoroutines(ThreadSingle, Options{Workers: 1}, 3, func(ep *Endpoint) error {
+	err = RunGoroutinesWith(ThreadSingle, Options{Workers: 1}, 3, func(ep *Endpoint) error {
 		if ep.Rank() == 2 {
 			return boom
 		}

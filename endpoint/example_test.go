@@ -74,11 +74,11 @@ func ExampleProcess_CreateEndpoints() {
 // ranks waiting for it get an *AbortError that names it, so they return
 // at once, and Run returns its failure first — its error, or its panic as
 // a *PanicError (with the stack).
-func ExampleRunGoroutines_errors() {
+func ExampleRunWith_errors() {
 	runs := []struct {
 		name string
 		run  func(endpoint.ThreadLevel, endpoint.Options, int, func(*endpoint.Endpoint) error) error
-	}{{"RunWith", endpoint.RunWith}, {"RunGoroutines", endpoint.RunGoroutines}}
+	}{{"RunWith", endpoint.RunWith}, {"RunGoroutines", endpoint.RunGoroutinesWith}}
 	for _, r := range runs {
 		for _, how := range []string{"error", "panic"} {
 			var waiting error

@@ -147,7 +147,7 @@ var runModes = []struct {
 		return RunContext(ctx, ThreadSingle, Options{}, k, fn)
 	}},
 	{"goroutines", func(k int, fn func(*Endpoint) error) error {
-		return RunGoroutines(ThreadSingle, Options{}, k, fn)
+		return RunGoroutinesWith(ThreadSingle, Options{}, k, fn)
 	}, func(ctx context.Context, k int, fn func(*Endpoint) error) error {
 		return RunGoroutinesContext(ctx, ThreadSingle, Options{}, k, fn)
 	}},

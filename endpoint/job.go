@@ -104,6 +104,10 @@ type job struct {
 	// for).
 	pending atomic.Int32
 
+	// atHalt holds the functions AtHalt registered; every sweep runs them
+	// (collsupport.go). Store under mu (copy on write), Load anywhere.
+	atHalt atomic.Pointer[[]func()]
+
 	// cores lists the process's endpoints for the sweep, which must not
 	// wait for Process.mu (held across bootstrap fences): Store under mu
 	// (copy on write), Load anywhere.
@@ -140,6 +144,10 @@ type caller struct {
 	// probing is set while the caller loops in Probe (Store at the first
 	// miss and at the end), Load by the watchdog.
 	probing atomic.Pointer[probeWait]
+	// mem is the caller's wait through shared memory (collsupport.go):
+	// Store in NoteMemWait, only when it changes; Load by the watchdog,
+	// which counts the caller blocked while mem.Event is armed with it.
+	mem atomic.Pointer[MemWait]
 }
 
 // probeWait is a Probe in progress.
@@ -259,6 +267,7 @@ func (p *Process) sweep(err error) {
 			c.sweep(err)
 		}
 	}
+	p.runAtHalt() // collsupport.go
 }
 
 // addCore records a new endpoint (newCore).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/fibermpi/fibermpi/bootstrap"
 	"github.com/fibermpi/fibermpi/rdma"
@@ -67,10 +68,15 @@ func (p *Process) connect() (rdma.Transport, error) {
 			}
 		}
 	} else {
-		hosts, err := p.hosts()
+		peers, err := p.peers()
 		if err != nil {
 			return nil, err
 		}
+		hosts := make([]string, len(peers))
+		for q := range peers {
+			hosts[q] = peers[q].host
+		}
+		p.watchNode(peers)
 		forceTCP := p.opts.ForceTCP || os.Getenv(EnvTransport) == "tcp"
 		// Under the MPI bootstrap (a build with the tag mpi), the site's
 		// MPI carries what TCP would, and with FIBERMPI_TRANSPORT=mpi
@@ -129,6 +135,9 @@ func (p *Process) connect() (rdma.Transport, error) {
 			for _, q := range viaTCP {
 				byProc[q] = tt
 			}
+			if len(viaTCP) > 0 {
+				p.lostWatch.tcp = tt
+			}
 			if len(viaTCP) == 0 {
 				_ = tt.Close()
 			}
@@ -144,24 +153,51 @@ func (p *Process) connect() (rdma.Transport, error) {
 	return r, nil
 }
 
-// hosts exchanges the processes' host identities through the bootstrap.
-func (p *Process) hosts() ([]string, error) {
-	const key = "fibermpi/host"
-	if err := p.boot.Put(key, []byte(p.boot.Host())); err != nil {
+// A peer is what the processes tell each other about themselves while
+// the transports are chosen: the node they run on, and their pid and pid
+// namespace, by which a process of the same node is watched (peerwatch.go).
+type peer struct {
+	host  string // bootstrap.Bootstrap.Host
+	pid   int    // 0 if unknown
+	pidns string // the pid namespace ("pid:[4026531836]"), "" if unknown
+}
+
+// peers exchanges the processes' host identities, pids and pid namespaces
+// through the bootstrap, in one fence.
+func (p *Process) peers() ([]peer, error) {
+	const hostKey, pidKey = "fibermpi/host", "fibermpi/pid"
+	if err := p.boot.Put(hostKey, []byte(p.boot.Host())); err != nil {
 		return nil, fmt.Errorf("%w: publishing the host: %w", ErrJob, err)
+	}
+	if err := p.boot.Put(pidKey, []byte(strconv.Itoa(os.Getpid())+" "+pidNamespace())); err != nil {
+		return nil, fmt.Errorf("%w: publishing the pid: %w", ErrJob, err)
 	}
 	if err := p.boot.Fence(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrJob, err)
 	}
-	hosts := make([]string, p.procs)
-	for q := range hosts {
-		h, err := p.boot.Get(q, key)
+	all := make([]peer, p.procs)
+	for q := range all {
+		h, err := p.boot.Get(q, hostKey)
 		if err != nil {
 			return nil, fmt.Errorf("%w: the host of process %d: %w", ErrJob, q, err)
 		}
-		hosts[q] = string(h)
+		all[q].host = string(h)
+		if v, err := p.boot.Get(q, pidKey); err == nil {
+			pid, ns, _ := strings.Cut(string(v), " ")
+			all[q].pid, _ = strconv.Atoi(pid)
+			all[q].pidns = ns
+		}
 	}
-	return hosts, nil
+	return all, nil
+}
+
+// pidNamespace names this process's pid namespace, or "" if unknown.
+func pidNamespace() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return ns
 }
 
 // agree exchanges, for a collective endpoint creation, how many endpoints

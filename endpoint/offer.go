@@ -10,7 +10,7 @@ import (
 	"github.com/fibermpi/fibermpi/rdma"
 )
 
-// The receiver-driven rendezvous (seed 001 §2.2.2) over transports between
+// The receiver-driven rendezvous (Dang et al. 2016b §2.2.2) over transports between
 // processes, where a sender cannot look into its peer's matching table.
 //
 // A receive with an exact source and tag and a buffer above the eager limit

@@ -17,7 +17,7 @@ import (
 )
 
 // ThreadLevel is how many threads may use an endpoint, with Snir's
-// per-endpoint meaning (seed 004 §2.2): the level applies to each endpoint,
+// per-endpoint meaning (Snir 2009 §2.2): the level applies to each endpoint,
 // not to the process, so a process with k ThreadSingle endpoints serves k
 // threads without any lock.
 type ThreadLevel int
@@ -58,12 +58,12 @@ func (l ThreadLevel) String() string {
 type ProgressMode int
 
 const (
-	// ProgressIdle polls from the fiber workers' idle hook (seed 004 §5's
+	// ProgressIdle polls from the fiber workers' idle hook (Snir 2009 §5's
 	// fibers that yield inside blocking calls): no extra thread, and
 	// progress whenever a worker has nothing to run. The default.
 	ProgressIdle ProgressMode = iota
 	// ProgressServer runs a dedicated communication server, a goroutine
-	// locked to its own OS thread that polls continuously (seed 001's
+	// locked to its own OS thread that polls continuously (Dang et al. 2016b's
 	// communication server). It costs a core and gives the lowest latency.
 	ProgressServer
 	// ProgressCaller polls only from inside blocking calls: a waiting
@@ -114,7 +114,7 @@ type Options struct {
 	// PacketsPerWorker is each worker's share of the packet pool.
 	PacketsPerWorker int
 	// MaxEndpoints bounds the endpoints CreateEndpoints may make at this
-	// process, in all (the MPI_ENDPOINTS attribute of seed 004 §2.2); Init's
+	// process, in all (the MPI_ENDPOINTS attribute of Snir 2009 §2.2); Init's
 	// own endpoint is not counted. Zero means DefaultMaxEndpoints.
 	MaxEndpoints int
 	// Match configures every endpoint's matching table (its size and the
@@ -250,6 +250,8 @@ type Process struct {
 
 	// unwatch stops watch at Finalize; watched is closed when it returns.
 	unwatch, watched chan struct{}
+	// lostWatch watches the other processes themselves (peerwatch.go).
+	lostWatch lostWatch
 
 	// server is the communication server (ProgressServer): it polls until
 	// stop is set, then closes done.
@@ -383,6 +385,7 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 		p.unwatch = make(chan struct{})
 		p.watched = make(chan struct{})
 		go p.watch()
+		p.startLostWatch()
 	}
 	if opts.Progress == ProgressServer {
 		p.serverDone = make(chan struct{})
@@ -522,7 +525,7 @@ func (p *Process) addCommsLocked(base rdma.Addr, counts []int) (comms, []*core, 
 	}
 	mcfg := p.opts.Match
 	if mcfg.Expected == 0 {
-		// Seed 001 §3.2: the table size follows the number of concurrent
+		// Dang et al. 2016b §3.2: the table size follows the number of concurrent
 		// operations, which the packet pool bounds; endpoints made
 		// together share the pool, so each gets its share (16 at least,
 		// match.DefaultExpected at most): a million endpoints then cost
@@ -584,8 +587,8 @@ func (p *Process) Procs() int { return p.procs }
 func (p *Process) Transport() rdma.Transport { return p.tr }
 
 // CreateEndpoints makes k endpoints at this process and returns them, not
-// yet registered, as ranks of a new world communicator (seed 004
-// MPI_Endpoint_create; seed 003 CreateEndpoints). It is collective over the
+// yet registered, as ranks of a new world communicator (Snir 2009
+// MPI_Endpoint_create; Sridharan et al. 2014 CreateEndpoints). It is collective over the
 // processes of the job, each of which may ask a different k (at least 1):
 // the new world holds process 0's endpoints first, then process 1's, and
 // so on. In the embedded default the new world is these k endpoints, ranks
@@ -621,6 +624,9 @@ func (p *Process) Finalize() error {
 	if !p.finalized.CompareAndSwap(false, true) {
 		return ErrFinalized
 	}
+	// From here on a process that exits may have finalized: it is no
+	// longer a loss (peerwatch.go).
+	p.stopLostWatch()
 	p.endCalls() // blocked callers return ErrFinalized (job.go)
 	var berr error
 	if p.boot != nil && p.job.end.Load() == nil {
@@ -694,13 +700,20 @@ func RunContext(ctx context.Context, level ThreadLevel, opts Options, k int, fn 
 	return run(ctx, level, opts, k, fn, false)
 }
 
-// RunGoroutines is RunWith with each rank on a plain goroutine instead of a
+// RunGoroutines is Run with each rank on a plain goroutine instead of a
 // fiber: blocking calls park the goroutine the Go way, and a rank may use
-// channels, mutexes and time.Sleep freely. Errors, panics, aborts and
-// deadlocks end the job exactly as in Run. Use ThreadMultiple if a rank's
-// goroutine starts more goroutines that call through the same endpoint
-// (each registering its own handle).
-func RunGoroutines(level ThreadLevel, opts Options, k int, fn func(*Endpoint) error) error {
+// channels, mutexes, select and time.Sleep freely. fn's handle is
+// registered with its goroutine already: no package fiber needed. Errors,
+// panics, aborts and deadlocks end the job exactly as in Run. Options and
+// a thread level go to RunGoroutinesWith.
+func RunGoroutines(k int, fn func(*Endpoint) error) error {
+	return RunGoroutinesWith(ThreadSingle, Options{}, k, fn)
+}
+
+// RunGoroutinesWith is RunGoroutines with a thread level and options. Use
+// ThreadMultiple if a rank's goroutine starts more goroutines that call
+// through the same endpoint (each registering its own handle).
+func RunGoroutinesWith(level ThreadLevel, opts Options, k int, fn func(*Endpoint) error) error {
 	return RunGoroutinesContext(context.Background(), level, opts, k, fn)
 }
 

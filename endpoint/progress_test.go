@@ -106,7 +106,7 @@ func TestProgressModes(t *testing.T) {
 				})
 				t.Run(fmt.Sprintf("%v/eager=%d/queue=%d/goroutines", mode, lim, qlim), func(t *testing.T) {
 					opts := Options{Workers: 1, EagerLimit: lim, Progress: mode, Transport: &queued{Transport: inproc.New(), limit: qlim}}
-					if err := RunGoroutines(ThreadSingle, opts, 2, pingPong); err != nil {
+					if err := RunGoroutinesWith(ThreadSingle, opts, 2, pingPong); err != nil {
 						t.Fatal(err)
 					}
 				})

@@ -60,7 +60,7 @@ func (e *Endpoint) tracedIsend(r *Request, c Comm, me, dst, tag int, data []byte
 	e.tracing = true
 	q, err := e.isendInto(r, c, me, dst, tag, data, sync)
 	e.tracing = false
-	if err == nil {
+	if err == nil && dst != ProcNull {
 		e.c.tr.Sent(t0, int32(c.Addrs[dst]), int32(tag), c.Context, len(data))
 	}
 	return q, err
@@ -71,7 +71,7 @@ func (e *Endpoint) tracedSend(c Comm, me, dst, tag int, data []byte, sync bool) 
 	e.tracing = true
 	err := e.blockingSend(c, me, dst, tag, data, sync)
 	e.tracing = false
-	if err == nil {
+	if err == nil && dst != ProcNull {
 		e.c.tr.Sent(t0, int32(c.Addrs[dst]), int32(tag), c.Context, len(data))
 	}
 	return err

@@ -3,6 +3,7 @@ package endpoint
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/fibermpi/fibermpi/fiber"
@@ -75,4 +76,62 @@ func (r *Request) pollWhile(w *fiber.Waiter, more func() bool) bool {
 		p.pause(w)
 	}
 	return true
+}
+
+// WaitAnyContext is WaitAny until ctx ends: it returns the index of a
+// completed request and its status' error, or −1 and ctx's error if ctx
+// ends first (the requests stay pending). Nil requests are skipped; with
+// none left it returns −1 and ErrNilRequest. A fiber yields and a goroutine
+// parks, as in WaitAny; it may be called from a fiber, unlike a select on
+// ctx.Done().
+func WaitAnyContext(ctx context.Context, w *fiber.Waiter, reqs ...*Request) (int, error) {
+	var over atomic.Bool
+	var stop func() bool
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	for {
+		armed := 0
+		for i, r := range reqs {
+			if r == nil {
+				continue
+			}
+			if !r.ev.Arm(w) {
+				disarm(w, reqs[:i])
+				return i, r.status.Err
+			}
+			armed++
+		}
+		if armed == 0 {
+			return -1, ErrNilRequest
+		}
+		if err := ctx.Err(); err != nil {
+			disarm(w, reqs)
+			return -1, err
+		}
+		if stop == nil {
+			stop = context.AfterFunc(ctx, func() {
+				over.Store(true)
+				w.Wake()
+			})
+		}
+		for _, r := range reqs { // a wait with a limit (deadlock.go)
+			if r != nil {
+				r.noteTimed(w)
+				break
+			}
+		}
+		w.Block()
+		disarm(w, reqs)
+		for i, r := range reqs {
+			if r != nil && r.Test() {
+				return i, r.status.Err
+			}
+		}
+		if over.Load() {
+			return -1, ctx.Err()
+		}
+	}
 }

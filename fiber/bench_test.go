@@ -56,7 +56,7 @@ func (h fiberHandoff) run(b *testing.B, next func() bool) {
 }
 
 // waiterHandoff: two fibers on one worker using the scheduler's primitives
-// directly, seed 001 Alg. 4: ThreadSignal is Waiter.Wake (an OR into the run
+// directly, Dang et al. 2016b Alg. 4: ThreadSignal is Waiter.Wake (an OR into the run
 // bit-vector), ThreadWait is Waiter.Block; a turn variable, written before
 // the Wake and read after the Block, says whose turn it is (Block may return
 // spuriously).

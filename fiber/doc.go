@@ -24,9 +24,9 @@
 // the garbage collector, preempts them, prints their tracebacks, profiles
 // them, and the race detector sees their synchronization.
 //
-// Each worker keeps a two-level run bit-vector (seed 001 §3.1, Alg. 3–4).
+// Each worker keeps a two-level run bit-vector (Dang et al. 2016b §3.1, Alg. 3–4).
 // Level 1 has one bit per slot; level 2 one bit per level-1 cache line of 8
-// words (512 slots). With 8 level-2 words that is the seed's 262,144 slots
+// words (512 slots). With 8 level-2 words that is Dang et al.'s 262,144 slots
 // (Config.MaxFibersPerWorker raises it to 2,097,152). Waking a fiber
 // (Waiter.Wake) is an atomic OR into level 1, then into level 2 if that bit is
 // not already there, then a look at one flag in case the worker sleeps. The
@@ -37,7 +37,7 @@
 // pass over the others.
 //
 // Event keeps one atomic state word, idle, armed or signalled (the
-// signalled flag of seed 000 §3.1), beside the armed waiter: whichever of
+// signalled flag of Dang et al. 2016a §3.1), beside the armed waiter: whichever of
 // Signal and Wait comes second sees the other, so a wake-up is never lost or
 // doubled. Waiters have binary-semaphore semantics and callers wait in a loop
 // on their own condition, which makes stale wake-ups harmless.

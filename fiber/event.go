@@ -75,7 +75,7 @@ const (
 // Event is a one-shot synchronization object: any number of goroutines may
 // Signal it, the first Signal fires it, and a Wait returns once it has fired,
 // whether the Signal came before or after the Wait began (the "signalled
-// flag" of seed 000 §3.1). It wakes its waiter exactly once.
+// flag" of Dang et al. 2016a §3.1). It wakes its waiter exactly once.
 //
 // The zero value is an unfired event ready to use. An Event must not be
 // copied after first use. Reset makes a fired event reusable (see Reset for

@@ -33,7 +33,7 @@ var (
 )
 
 // Config configures a Scheduler. The zero value works: GOMAXPROCS−1 workers
-// (at least one), unpinned, the seed's 262,144 fiber slots per worker.
+// (at least one), unpinned, Dang et al.'s 262,144 fiber slots per worker.
 type Config struct {
 	// Workers is the number of workers (locked OS threads running fibers).
 	// Zero means GOMAXPROCS−1, at least 1: an idle worker spins on its
@@ -47,7 +47,7 @@ type Config struct {
 	CPUs []int
 	// MaxFibersPerWorker is how many fibers a worker runs at once (its
 	// bit-vector slots), rounded up to a multiple of 512. Zero means
-	// 262,144, seed 001's s1 = s2 = 8 layout; at most 2,097,152. Spawns
+	// 262,144, Dang et al. 2016b's s1 = s2 = 8 layout; at most 2,097,152. Spawns
 	// beyond it wait, in order, for a slot to free.
 	MaxFibersPerWorker int
 	// Idle, if set, is called by a worker each time it finds no runnable

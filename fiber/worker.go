@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// Bit-vector geometry (seed 001 §3.1). Level 1 has one bit per fiber slot;
+// Bit-vector geometry (Dang et al. 2016b §3.1). Level 1 has one bit per fiber slot;
 // level 2 has one bit per level-1 cache line of lineWords words.
 const (
 	lineWords = 8                    // level-1 words per cache line (s1)
@@ -17,7 +17,7 @@ const (
 	l2Slots   = 64 * lineSlots       // slots covered by one level-2 word: 32768
 	maxL2     = 64                   // level-2 words at most
 	maxSlots  = maxL2 * l2Slots      // 2,097,152 slots per worker at most
-	seedSlots = 8 * l2Slots          // the seed's 262,144 (s1 = s2 = 8)
+	seedSlots = 8 * l2Slots          // Dang et al.'s 262,144 (s1 = s2 = 8)
 	maxCancel = 1 << 10              // resumes granted to a cancelled fiber
 	relook    = 16                   // times a pass re-takes one level-1 word
 	maxDirect = 64                   // direct handoffs between two worker resumes
@@ -91,7 +91,7 @@ func newWorker(s *Scheduler, id, nslots, cpuID int) *worker {
 	return w
 }
 
-// signal marks slot runnable (seed 001 Alg. 4, ThreadSignal): an atomic OR
+// signal marks slot runnable (Dang et al. 2016b Alg. 4, ThreadSignal): an atomic OR
 // into level 1, then into level 2 unless the bit is already there. It may be
 // called from anywhere.
 func (w *worker) signal(slot uint32) {
@@ -127,7 +127,7 @@ func (w *worker) push(f *Fiber) {
 	}
 }
 
-// run is the worker goroutine: seed 001 Alg. 3 plus spawning, idling and
+// run is the worker goroutine: Dang et al. 2016b Alg. 3 plus spawning, idling and
 // shutdown. ready receives the result of locking and pinning.
 func (w *worker) run(ready chan<- error) {
 	defer w.s.wg.Done()

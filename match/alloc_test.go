@@ -8,7 +8,7 @@ import (
 // TestZeroAlloc asserts that the steady state allocates nothing: a message
 // meeting its receive in either order, with the same key queued twice (the
 // FIFO's nodes come from the free list), through an overflow chain, with a
-// wildcard receive, and the seed's Insert/Empty.
+// wildcard receive, and Dang et al.'s Insert/Empty.
 func TestZeroAlloc(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")

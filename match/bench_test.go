@@ -16,7 +16,7 @@ import (
 // behind the matcher interface, so the ratios come from one run:
 //
 //	table        this package, default Config (wildcards allowed, ordered)
-//	table-hinted this package with NoAnySource and NoAnyTag (the seed's path)
+//	table-hinted this package with NoAnySource and NoAnyTag (Dang et al.'s path)
 //	queue        posted and unexpected linked lists under one mutex, searched
 //	             front to back, as MPI libraries do
 //	syncmap      sync.Map, one entry per key

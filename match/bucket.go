@@ -10,7 +10,7 @@ import (
 // Layout constants, checked by TestLayout.
 const (
 	cacheLine  = 64
-	slots      = 3             // data entries per bucket (seed 001 §3.2)
+	slots      = 3             // data entries per bucket (Dang et al. 2016b §3.2)
 	entrySize  = 16            // key + value, two 64-bit words
 	bucketSize = 64            // control entry + three data entries
 	sideSize   = 16            // per-slot sidecar: sequence + FIFO tail
@@ -38,7 +38,7 @@ const (
 // Table converts at its boundary; everything below is written once.
 type opaque struct{}
 
-// entry is one of the seed's 16-byte data entries: a key and the head of
+// entry is one of Dang et al.'s 16-byte data entries: a key and the head of
 // that key's FIFO.
 type entry struct {
 	key uint64 // packed Key; meaningful only while the slot is occupied
@@ -50,7 +50,7 @@ type entry struct {
 	val atomic.Pointer[opaque]
 }
 
-// bucket is the seed's 64-byte, 4-entry bucket: a control entry (spinlock,
+// bucket is Dang et al.'s 64-byte, 4-entry bucket: a control entry (spinlock,
 // per-slot metadata, overflow pointer) and three data entries.
 //
 // The chain starting at a bucket of Table.pairs is guarded by that first
@@ -65,7 +65,7 @@ type bucket struct {
 	ents [slots]entry
 }
 
-// side is the per-slot data that does not fit in the seed's 16-byte entry.
+// side is the per-slot data that does not fit in Dang et al.'s 16-byte entry.
 // It lives on the cache line after the bucket and is touched only when the
 // table stamps sequence numbers or a key has more than one item.
 type side struct {

@@ -22,7 +22,7 @@ var (
 	// is how the table marks an empty entry.
 	ErrNilValue = errors.New("match: nil message or receive")
 	// ErrNeedsHints is returned by Insert on a table whose Config does not
-	// set both NoAnySource and NoAnyTag: the seed's primitive neither sees
+	// set both NoAnySource and NoAnyTag: Dang et al.'s primitive neither sees
 	// wildcard receives nor keeps their order.
 	ErrNeedsHints = errors.New("match: Insert needs a table with NoAnySource and NoAnyTag")
 	// ErrConfig is returned by Config.Validate and New for an invalid Config.
@@ -41,7 +41,7 @@ const MaxExpected = 1 << 24
 // non-overtaking kept).
 type Config struct {
 	// Expected is the number of keys expected to be pending (unexpected
-	// messages plus posted receives) at once, at the seed's "table size
+	// messages plus posted receives) at once, at Dang et al.'s "table size
 	// controlled by the packet pool size". The table has the next power of
 	// two at or above Expected buckets, each holding three keys, so
 	// collisions spill into overflow buckets rarely. From 256 keys up the
@@ -57,7 +57,7 @@ type Config struct {
 	NoAnySource bool
 	// NoAnyTag promises that no receive uses AnyTag (mpi_assert_no_any_tag).
 	// With NoAnySource too, Arrive does not even load the wildcard count and
-	// nothing is stamped with a sequence number: the seed's path, plus a FIFO
+	// nothing is stamped with a sequence number: Dang et al.'s path, plus a FIFO
 	// per key. Insert and Empty need both.
 	NoAnyTag bool
 	// AllowOvertaking lets messages from one source with different tags be

@@ -16,15 +16,15 @@
 //     queued.
 //   - [Table.Probe] looks without removing; [Table.Cancel] withdraws a
 //     posted receive.
-//   - [Table.Insert] and [Table.Empty] are the seed's primitive, for tables
+//   - [Table.Insert] and [Table.Empty] are Dang et al.'s primitive, for tables
 //     that promise no wildcards.
 //
 // The table stores the caller's pointers (*M for messages, *R for receives)
 // and never allocates on the steady-state path.
 //
-// # Design (seed 001 §2.2, §3.2)
+// # Design (Dang et al. 2016b §2.2, §3.2)
 //
-// The table is the seed's concurrent hash table: a fixed array of 64-byte
+// The table is Dang et al.'s concurrent hash table: a fixed array of 64-byte
 // buckets, each one cache line holding a control entry (a spinlock, per-slot
 // bits, an overflow pointer) and three 16-byte entries (key, head item).
 // Keys that collide beyond three spill into overflow buckets chained from
@@ -32,11 +32,11 @@
 // rounded up to a power of two, so a chain is almost always one bucket:
 // an operation is a hash, one cache line, a lock, a store and an unlock,
 // independent of how many operations are pending. Next to each bucket, on
-// the following cache line, sits a sidecar with what the seed's entry has
+// the following cache line, sits a sidecar with what Dang et al.'s entry has
 // no room for: the head's sequence number and the tail of the items queued
 // behind the head. Those items are nodes from a table-owned free list.
 //
-// # Ordering (further than the seed)
+// # Ordering (further than Dang et al.)
 //
 // MPI's non-overtaking rule is kept by the FIFO per key: two messages with
 // the same key are matched in arrival order, two receives with the same key
@@ -91,7 +91,7 @@
 //
 // Linear posted/unexpected queues under one lock (MPICH, Open MPI) are
 // linear in pending operations and serialise threads; BenchmarkMatch
-// measures them as "queue". A single slot per key, as in the seed, loses
+// measures them as "queue". A single slot per key, as in Dang et al., loses
 // messages when the same key is pending twice. A global arrival counter
 // would order AnySource choices too, but every arrival on every core would
 // write the same cache line; MPI only requires order per source.

@@ -104,7 +104,7 @@ func (t *core) leads(k uint64, r *opaque) bool {
 	return ok
 }
 
-// insert is the seed's Insert: store v under k if k holds nothing, else
+// insert is Dang et al.'s Insert: store v under k if k holds nothing, else
 // report k's head. The returned slot is where the head (or v) is.
 func (t *core) insert(k uint64, v *opaque, kind uint32) (e *entry, cur *opaque, curKind uint32, stored bool) {
 	h := t.chain(k)

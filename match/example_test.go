@@ -60,7 +60,7 @@ func ExampleTable_Post_wildcard() {
 	// wildcard
 }
 
-// The seed's primitive: Insert stores into an empty slot or returns what is
+// Dang et al.'s primitive: Insert stores into an empty slot or returns what is
 // there; Empty claims it with one atomic instruction.
 func ExampleTable_Insert() {
 	t, _ := match.New[message, request](match.Config{NoAnySource: true, NoAnyTag: true})

@@ -43,7 +43,7 @@ const (
 )
 
 // Key identifies a message or a receive: (context id, source, tag), packed
-// into 64 bits as the seed's hash key. The zero Key is context 0, source 0,
+// into 64 bits as Dang et al.'s hash key. The zero Key is context 0, source 0,
 // tag 0. Keys are comparable and may be used as map keys.
 type Key struct {
 	v uint64

@@ -11,7 +11,7 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// The seed's specification of Insert and Empty (seed 001 §2.2, equations
+// Dang et al.'s specification of Insert and Empty (Dang et al. 2016b §2.2, equations
 // 1–3), one value per key, with Empty as a claim: it succeeds only if the
 // value is still the one stored.
 

@@ -20,7 +20,7 @@ type Table[M, R any] struct {
 }
 
 // Item is a message or a posted receive: exactly one field is non-nil. It is
-// what the seed's Insert stores and returns.
+// what Dang et al.'s Insert stores and returns.
 type Item[M, R any] struct {
 	Msg  *M
 	Recv *R
@@ -165,7 +165,7 @@ func (t *Table[M, R]) Leads(k Key, r *R) bool {
 	return t.c.leads(k.v, fromRecv(r))
 }
 
-// Insert is the seed's primitive (seed 001 §2.2, §3.2): if nothing is queued
+// Insert is Dang et al.'s primitive (Dang et al. 2016b §2.2, §3.2): if nothing is queued
 // under the exact key k it stores it and returns stored true; otherwise it
 // stores nothing and returns the head of k's queue in cur. Either way s is
 // the entry holding the returned item, for Empty. With it, a receiver and an
@@ -207,7 +207,7 @@ func (t *Table[M, R]) Insert(k Key, it Item[M, R]) (cur Item[M, R], s Slot, stor
 }
 
 // Empty removes the item Insert returned in s, if it is still there, with
-// one atomic compare-and-swap (the seed's single store, made safe against a
+// one atomic compare-and-swap (Dang et al.'s single store, made safe against a
 // concurrent Arrive or Post taking the same item). It reports whether this
 // call removed it: true means the caller now owns the item; false means
 // someone else took it first. Items queued behind it under the same key move

@@ -105,7 +105,7 @@ func TestOrder(t *testing.T) {
 	}
 }
 
-// TestInsertEmpty is the seed's protocol, both arrival orders, and Empty's
+// TestInsertEmpty is Dang et al.'s protocol, both arrival orders, and Empty's
 // claim semantics.
 func TestInsertEmpty(t *testing.T) {
 	tb := newTable(t, Config{NoAnySource: true, NoAnyTag: true})

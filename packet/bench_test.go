@@ -18,7 +18,7 @@ type container interface {
 const (
 	benchPerWorker = 64
 	benchShared    = 64
-	benchMaxBatch  = 32 // ≤ packets per goroutine, as in seed 001 §4.1.2
+	benchMaxBatch  = 32 // ≤ packets per goroutine, as in Dang et al. 2016b §4.1.2
 	benchPayload   = DefaultPayloadSize
 )
 
@@ -105,10 +105,10 @@ func (c chanContender) get(int) *Packet {
 }
 func (c chanContender) put(_ int, pk *Packet) { c.ch <- pk }
 
-// BenchmarkPool measures the cost of one get plus its return, as seed 001
+// BenchmarkPool measures the cost of one get plus its return, as Dang et al. 2016b
 // §4.1.2 does: each goroutine repeatedly takes a random batch of 1..32
 // packets (the same random sequence for every contender), writes a header
-// field, and returns the batch (the seed's random sleep between the two
+// field, and returns the batch (Dang et al.'s random sleep between the two
 // halves is left out: it would only add timer noise). One op is one get
 // and its later return. Three figures per run:
 //
@@ -207,7 +207,7 @@ func BenchmarkPool(b *testing.B) {
 			})
 			// ns/op divides wall time by the gets of all goroutines
 			// together; goroutine-ns/op is the time one goroutine spends
-			// per get+return (the seed's per-thread latency).
+			// per get+return (Dang et al.'s per-thread latency).
 			g := int(ids.Load())
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())*float64(g)/float64(b.N), "goroutine-ns/op")
 			// cpu-ns/op is the CPU time the goroutines' threads used per

@@ -1,5 +1,5 @@
 // Package packet provides packets and the locality-aware packet pool of
-// fibermpi (seed 001 §3.3, seed 000 §3.3).
+// fibermpi (Dang et al. 2016b §3.3, Dang et al. 2016a §3.3).
 //
 // # Packets
 //
@@ -18,7 +18,7 @@
 //
 // A central lock-free stack of packets would make every core fight for
 // one cache line, and would hand a packet last written on one core to
-// another core. So, as in the seeds, a Pool keeps one private deque per
+// another core. So, as in Dang et al., a Pool keeps one private deque per
 // worker (a goroutine locked to an OS thread that runs fibers) and a shared
 // pool:
 //
@@ -54,10 +54,10 @@
 //
 // # Rejected designs
 //
-// A single lock-free stack (the seeds' starting point) and a buffered
+// A single lock-free stack (Dang et al.'s starting point) and a buffered
 // channel make every core contend for one cache line; sync.Pool drops its
 // contents at every GC, which would make the pool's size unbounded and
-// its exhaustion invisible. The seed's spinlocked ring costs two atomic
+// its exhaustion invisible. Dang et al.'s spinlocked ring costs two atomic
 // operations per owner operation instead of one. Textbook Chase–Lev
 // (thief reads the slot before its CAS) needs the owner's slot writes to
 // be atomic exchanges too, one more locked instruction per Put.

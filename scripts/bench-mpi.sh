@@ -7,6 +7,8 @@
 #
 #   scripts/bench-mpi.sh            every size (OSU's ranges), output bench-mpi.txt
 #   scripts/bench-mpi.sh -quick     8 B and 1 MiB only, output bench-mpi-quick.txt
+#   scripts/bench-mpi.sh -coll8     only the 8-rank collectives below, output
+#                                   bench-mpi-coll8.txt
 #   scripts/bench-mpi.sh -tcp       latency and bw between processes over loopback
 #                                   TCP only (with -quick: 8 B and 1 MiB), output
 #                                   bench-mpi-tcp.txt: fibermpi with
@@ -14,6 +16,14 @@
 #                                   --mca btl tcp,self, MPICH (ch4:ucx) with
 #                                   UCX_TLS=tcp,self UCX_NET_DEVICES=lo (for ch4:ofi
 #                                   it would be FI_PROVIDER=tcp)
+#
+# Besides, unless COLL8=0 (and not with -tcp), allreduce and barrier run on 8
+# ranks as allreduce-2x4 and barrier-2x4: fibermpi as 2 processes x 4
+# endpoints (fmpirun -n 2 fmpi-osu <bench> -n 8: collectives through memory
+# within a process, two levels across), fibermpi-msg the same with
+# -coll messages (point-to-point schedules only), MPICH and Open MPI as 8
+# processes (oversubscribed on a small machine); 8 B (allreduce) with
+# COLL8_ARGS (-i 500 -x 50) for every contender.
 #
 # Environment: ROUNDS (6), BUILD (build/bench-mpi), OUT (the output file),
 # LATMT_THREADS (4: latency_mt -t), LATMT_ITERS (1000: latency_mt -i, for
@@ -29,12 +39,14 @@ cd "$(dirname "$0")/.."
 
 QUICK=0
 TCP=0
+ONLY8=0
 for arg in "$@"; do
 	case "$arg" in
 	-quick) QUICK=1 ;;
 	-tcp) TCP=1 ;;
+	-coll8) ONLY8=1 ;;
 	*)
-		echo "usage: $0 [-quick] [-tcp]" >&2
+		echo "usage: $0 [-quick] [-tcp] [-coll8]" >&2
 		exit 2
 		;;
 	esac
@@ -46,7 +58,11 @@ BUILD=${BUILD:-build/bench-mpi}
 LATMT_THREADS=${LATMT_THREADS:-4}
 LATMT_ITERS=${LATMT_ITERS:-1000}
 RUN_TIMEOUT=${RUN_TIMEOUT:-900}
-if [ "$TCP" = 1 ]; then
+COLL8=${COLL8:-1}
+COLL8_ARGS=${COLL8_ARGS:--i 500 -x 50}
+if [ "$ONLY8" = 1 ]; then
+	OUT=${OUT:-bench-mpi-coll8.txt}
+elif [ "$TCP" = 1 ]; then
 	OUT=${OUT:-bench-mpi-tcp$([ "$QUICK" = 1 ] && echo -quick).txt}
 elif [ "$QUICK" = 1 ]; then
 	OUT=${OUT:-bench-mpi-quick.txt}
@@ -116,6 +132,18 @@ if [ "$TCP" = 1 ]; then
 	BENCHES=(latency bw)
 fi
 CONTENDERS=(fibermpi mpich openmpi)
+BENCHES8=(allreduce barrier)
+CONTENDERS8=(fibermpi fibermpi-msg mpich openmpi)
+if [ "$TCP" = 1 ] || [ "$COLL8" = 0 ] || [ ${#FMPI_LAUNCH[@]} = 0 ]; then
+	BENCHES8=()
+fi
+if [ "$ONLY8" = 1 ]; then
+	if [ ${#BENCHES8[@]} = 0 ]; then
+		echo "$0: -coll8 needs fmpirun and neither -tcp nor COLL8=0" >&2
+		exit 2
+	fi
+	BENCHES=()
+fi
 if [ "$QUICK" = 1 ]; then
 	VARIANTS=("8b:-m 8:8" "1mib:-m 1048576:1048576")
 else
@@ -129,6 +157,29 @@ bench_args() {
 	latency_mt) echo "-t $LATMT_THREADS -i $LATMT_ITERS" ;;
 	*) echo "" ;;
 	esac
+}
+
+command8_of() { # contender bench -> the command line of the 8-rank run
+	local who=$1 b=$2
+	case "$who" in
+	fibermpi) printf '%s\n' "$BUILD/fmpirun" -n 2 "$BUILD/fmpi-osu" "$b" -n 8 ;;
+	fibermpi-msg) printf '%s\n' "$BUILD/fmpirun" -n 2 "$BUILD/fmpi-osu" "$b" -n 8 -coll messages ;;
+	mpich) printf '%s\n' mpiexec.mpich -n 8 "$BUILD/mpich/osu_$b" ;;
+	openmpi) printf '%s\n' mpirun.openmpi -n 8 --oversubscribe --mca pml ob1 "$BUILD/openmpi/osu_$b" ;;
+	esac
+}
+
+# run1 runs one table: run1 <file> <command words...>
+run1() {
+	local file=$1
+	shift
+	if timeout -k 10 "$RUN_TIMEOUT" "$@" >"$file" 2>"$file.err"; then
+		cat "$file"
+	else
+		rc=$?
+		echo "$(basename "$(dirname "$(dirname "$file")")") $(basename "$(dirname "$file")") failed (exit $rc$([ $rc = 124 ] && echo ", timed out after ${RUN_TIMEOUT}s")): $*; stderr in $file.err" | tee -a "$FAILURES" >&2
+		mv "$file" "$file.failed"
+	fi
 }
 
 command_of() { # contender bench -> the command line, one word a line
@@ -172,6 +223,18 @@ for round in $(seq 1 "$ROUNDS"); do
 			done
 		done
 	done
+	for b in "${BENCHES8[@]}"; do
+		for who in "${CONTENDERS8[@]}"; do
+			dir="$RAW/$b-2x4/$who"
+			mkdir -p "$dir"
+			mapfile -t cmd < <(command8_of "$who" "$b")
+			# shellcheck disable=SC2206 # the flags are words on purpose
+			if [ "$b" = allreduce ]; then cmd+=(-m 8:8); fi
+			cmd+=($COLL8_ARGS)
+			echo "== round $round/$ROUNDS $b 8 ranks $who: ${cmd[*]}"
+			run1 "$dir/r$round.txt" "${cmd[@]}"
+		done
+	done
 done
 
 # --- summary -------------------------------------------------------------------
@@ -186,6 +249,9 @@ done
 	echo "# mpich: $(mpichversion 2>/dev/null | head -1 | tr -s '\t ' ' ') ($(mpichversion 2>/dev/null | sed -n 's/^MPICH Device:[[:space:]]*//p')): ${MPICH_LAUNCH[*]} osu_<bench>"
 	echo "# openmpi: $(mpirun.openmpi --version 2>/dev/null | head -1): OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ${OMPI_LAUNCH[*]} osu_<bench>"
 	echo "# sizes: $(printf '%s; ' "${VARIANTS[@]}")latency_mt: $(bench_args latency_mt)"
+	if [ ${#BENCHES8[@]} -gt 0 ]; then
+		echo "# 8 ranks (<bench>-2x4): allreduce 8 B, barrier; $COLL8_ARGS; fibermpi: $BUILD/fmpirun -n 2 $BUILD/fmpi-osu <bench> -n 8 (2 processes x 4 endpoints), fibermpi-msg: the same with -coll messages; mpich: mpiexec.mpich -n 8; openmpi: mpirun.openmpi -n 8 --oversubscribe --mca pml ob1"
+	fi
 	echo "# raw tables: $RAW/<bench>/<contender>/r<round>-<sizes>.txt"
 	if [ -s "$FAILURES" ]; then
 		echo "# FAILED runs (left out of the summary):"

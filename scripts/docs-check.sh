@@ -34,7 +34,7 @@ start=$SECONDS
 
 OUT=${DOCS_OUT:-$(mktemp -d -t fibermpi-docs.XXXXXX)}
 PORT=${DOCS_PORT:-6062}
-EXAMPLES=${DOCS_EXAMPLES:-comm,endpoint,fiber}
+EXAMPLES=${DOCS_EXAMPLES:-.,comm,endpoint,fiber,commtest}
 LICENSE_NAME=${DOCS_LICENSE:-BSD-3-Clause}
 SHOTS=${DOCS_SHOTS:-1}
 mkdir -p "$OUT"

@@ -4,7 +4,8 @@
 # for the tests.
 #
 #   scripts/engines.sh test       install, start Slurm, run the tests, stop Slurm
-#   scripts/engines.sh install    apt-get install mpich slurm-wlm munge (what is missing)
+#   scripts/engines.sh install    apt-get install mpich slurm-wlm munge openssh-server
+#                                 (what is missing)
 #   scripts/engines.sh start      start munged, slurmctld and slurmd (prints the
 #                                 variables to export: SLURM_CONF)
 #   scripts/engines.sh stop       stop them (by their pid files)
@@ -37,6 +38,9 @@ install_engines() {
 	command -v mpiexec.hydra >/dev/null 2>&1 || want+=(mpich)
 	command -v srun >/dev/null 2>&1 || want+=(slurm-wlm)
 	command -v munged >/dev/null 2>&1 || want+=(munge)
+	# fmpirun -hosts and mpiexec -hosts across network namespaces
+	# (internal/netnstest) need an sshd in each.
+	[ -x /usr/sbin/sshd ] || want+=(openssh-server)
 	if [ ${#want[@]} -gt 0 ]; then
 		echo "engines: installing ${want[*]}"
 		as_root apt-get update -qq
@@ -149,6 +153,10 @@ test)
 		echo "engines: Slurm cannot run here (reason above): srun's tests are skipped" >&2
 	fi
 	FIBERMPI_ENGINES_REQUIRED=$required $GO test $GOTESTFLAGS -timeout 10m ./internal/enginetest/ ./bootstrap/
+	# Launch across hosts through ssh: fmpirun -hosts and mpiexec -hosts
+	# on two network namespaces, an sshd in each (skipped with the reason
+	# where namespaces cannot be made).
+	FIBERMPI_ENGINES_REQUIRED=$required,ssh $GO test $GOTESTFLAGS -timeout 5m -run 'TestSSHLaunch|TestHydraHosts' ./internal/netnstest/
 	;;
 *)
 	echo "usage: $0 [test|install|start|stop]" >&2

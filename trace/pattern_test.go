@@ -370,13 +370,17 @@ func checkChrome(t *testing.T, d *trace.Data) {
 }
 
 // TestCollectiveSpans: a blocking collective is one span named after it on
-// every rank, and its messages count in the matrix.
+// every rank, and its messages count in the matrix. (Its ranks share the
+// process, so it is told to run by messages, not through memory.)
 func TestCollectiveSpans(t *testing.T) {
 	const n = 4
 	s := jobtest.Setups(n)[0]
 	p := pattern{name: "alltoall-coll", ranks: n, body: func(ep *endpoint.Endpoint) error {
 		c, err := comm.World[int64](ep)
 		if err != nil {
+			return err
+		}
+		if err := c.SetCollPath(comm.CollMessages); err != nil {
 			return err
 		}
 		send, recv := make([]int64, n), make([]int64, n)

@@ -46,7 +46,7 @@ func TestRuntimeTraceRegions(t *testing.T) {
 // profile taken while it waits shows.
 func TestPprofLabels(t *testing.T) {
 	opts := endpoint.Options{Trace: filepath.Join(t.TempDir(), "t.json")}
-	err := endpoint.RunGoroutines(endpoint.ThreadSingle, opts, 2, func(ep *endpoint.Endpoint) error {
+	err := endpoint.RunGoroutinesWith(endpoint.ThreadSingle, opts, 2, func(ep *endpoint.Endpoint) error {
 		w, me := ep.World(), ep.Rank()
 		if me == 1 {
 			_, err := ep.Recv(w, 0, 0, make([]byte, 1))

@@ -1,7 +1,7 @@
 /*
  * Red-black SOR, the C reference of examples/redblack: the same problem
  * (grid, boundary, initial values, update expression and order, residual)
- * written independently from seed 004 §4.3 and the Go example's package
+ * written independently from Snir 2009 §4.3 and the Go example's package
  * documentation, so that every Go variant can be checked against it bit for
  * bit and timed against it.
  *

@@ -1,4 +1,4 @@
-/* Announcement flags of the threaded programs (seed 004 §4.3.4's done[][]):
+/* Announcement flags of the threaded programs (Snir 2009 §4.3.4's done[][]):
  * the owner stores the number of the last half-sweep whose boundary row is
  * final; the neighbour that reads the row waits until it reaches the
  * half-sweep it needs. Monotone numbers need neither a reset nor a second

@@ -1,6 +1,6 @@
 /*
  * funneled: MPI+OpenMP at MPI_THREAD_FUNNELED, the usual hybrid code that
- * seed 004 §4.3.4–4.3.5 improve on — the counterpart of the Go funneled
+ * Snir 2009 §4.3.4–4.3.5 improve on — the counterpart of the Go funneled
  * variant. Each process owns a stripe and its T threads share the stripe's
  * rows; every half-sweep is
  *

@@ -1,5 +1,5 @@
 /*
- * hybrid: seed 004 §4.3.5 without endpoints, MPI+OpenMP at
+ * hybrid: Snir 2009 §4.3.5 without endpoints, MPI+OpenMP at
  * MPI_THREAD_MULTIPLE — the counterpart of the Go hybrid variant. Each
  * process owns a stripe, each of its T threads a band of the stripe. Inside
  * a process threads hand their edge rows over through flags in shared

@@ -1,5 +1,5 @@
 /*
- * mpi: seed 004 §4.3.3, single-threaded MPI — the counterpart of the Go mpi
+ * mpi: Snir 2009 §4.3.3, single-threaded MPI — the counterpart of the Go mpi
  * variant. Each rank owns a stripe with ghost rows; in every half-sweep it
  * updates its first row and posts its exchange with the rank above (Isend of
  * the row's cells of the colour, a vector datatype, and Irecv of the

@@ -20,8 +20,8 @@ struct stripe {
 static inline double *srow(struct stripe *s, int l) { return s->a + (size_t)l * s->w; }
 
 /* stripe_init splits the rows, checks the split with MPI_Scan of the stripe
- * sizes as seed 004 §4.3.3 does, allocates and fills the stripe, and makes
- * the two vector datatypes (seed 004's dtype[2]). */
+ * sizes as Snir 2009 §4.3.3 does, allocates and fills the stripe, and makes
+ * the two vector datatypes (Snir 2009's dtype[2]). */
 static inline void stripe_init(struct stripe *s, int n)
 {
 	MPI_Comm_rank(MPI_COMM_WORLD, &s->rank);

@@ -1,5 +1,5 @@
 /*
- * omp: seed 004 §4.3.4, "OpenMP code with no load balancing and no
+ * omp: Snir 2009 §4.3.4, "OpenMP code with no load balancing and no
  * barrier" — the counterpart of the Go threads variant. T threads share one
  * grid, each a band of rows. In every half-sweep a thread updates its first
  * row and announces it to the thread above, updates its last row and

@@ -1,4 +1,4 @@
-/* seq: seed 004 §4.3.1, the whole grid in one thread. */
+/* seq: Snir 2009 §4.3.1, the whole grid in one thread. */
 #include "common.h"
 
 int main(int argc, char **argv)

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/fibermpi/fibermpi"
+	"github.com/fibermpi/fibermpi/comm"
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/internal/osu"
 )
@@ -85,12 +86,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 		window     = fs.Int("W", 0, "messages per window of bw, bibw, mbw_mr (0: 64)")
 		threads    = fs.Int("t", 0, "latency_mt: callers (fibers) per rank (0: 2)")
 		pairs      = fs.Int("p", 0, "mbw_mr: pairs (0: processes/2 in process mode, 1 in-process)")
-		ranks      = fs.Int("n", 0, "allreduce, barrier in-process: ranks (0: 2)")
+		ranks      = fs.Int("n", 0, "allreduce, barrier: ranks (in process, 0: 2; launched as P processes, a multiple of P: n/P endpoints per process)")
 		full       = fs.Bool("f", false, "allreduce, barrier: also minimum and maximum latency and iterations")
 		progress   = fs.String("progress", "idle", "who polls the transport: `idle|server|caller`")
 		eager      = fs.Int("eager", 0, "eager limit in `bytes` (0: the default, 8 KiB; -1: every message by rendezvous)")
 		workers    = fs.Int("workers", 0, "fiber workers (0: GOMAXPROCS-1, at least 1)")
 		goroutines = fs.Bool("goroutines", false, "run each caller on a goroutine instead of a fiber")
+		coll       = fs.String("coll", "auto", "collectives: auto (through memory among the ranks of a process, two levels across processes) or messages (point-to-point schedules only)")
 		version    = fs.Bool("version", false, "print the version of fibermpi and of the build, and exit")
 		help       = fs.Bool("h", false, "print this help")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile to `file` (file.<pid> per process)")
@@ -144,6 +146,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	var opts osu.Options
 	opts.Goroutines = *goroutines
+	switch *coll {
+	case "auto":
+	case "messages":
+		opts.CollPath = comm.CollMessages
+	default:
+		return fmt.Errorf("%w: -coll %q (want auto or messages)", osu.ErrConfig, *coll)
+	}
 	opts.Name = "fibermpi " + fibermpi.Version
 	opts.Endpoint.Workers = *workers
 	switch *progress {

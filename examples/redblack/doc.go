@@ -1,6 +1,6 @@
-// Command redblack runs the red-black SOR codes of seed 004 §4.3 (Snir,
+// Command redblack runs the red-black SOR codes of Snir 2009 §4.3 (Snir,
 // "Proposal for hybrid programming support") on fibermpi, every variant the
-// seed sketches plus the usual MPI+threads baseline, and checks that each
+// proposal sketches plus the usual MPI+threads baseline, and checks that each
 // computes the sequential code's grid bit for bit.
 //
 //	go run ./examples/redblack                       # every variant, 512×512, checked
@@ -10,7 +10,7 @@
 //
 // # The computation
 //
-// The grid is the seeds' a[N+2][N+2], here Rows×Cols interior cells with a
+// The grid is Snir's a[N+2][N+2], here Rows×Cols interior cells with a
 // fixed boundary row or column on each side (see Initial). Cell (i, j) is red
 // when i+j is even. An iteration is a red sweep, which replaces every red
 // cell by
@@ -53,7 +53,7 @@
 //     stripe and ghost rows; MPI_Scan of the stripe sizes gives each stripe
 //     its first row and so the parity of its rows; the hand-over is an Isend
 //     of the edge row's cells of the swept color, a Vector datatype of every
-//     other cell (the seed's dtype[2]), and an Irecv of the neighbour's into
+//     other cell (Snir's dtype[2]), and an Irecv of the neighbour's into
 //     the ghost row, completed by WaitAll after the inner rows are done.
 //   - hybrid (§4.3.5): Ranks processes of Threads fibers. Inside a process the
 //     fibers hand over through shared memory as in threads; between processes
@@ -62,8 +62,8 @@
 //     Endpoints = 2 each of them has an endpoint of its own, so every
 //     endpoint has one caller and runs at ThreadSingle, without a lock; with
 //     1 they share one at ThreadMultiple.
-//   - funneled (§4.3.2's barrier with §4.3.3's messages; not in the seed): the
-//     MPI_THREAD_FUNNELED code the seed argues against. Ranks processes of
+//   - funneled (§4.3.2's barrier with §4.3.3's messages; not in the proposal): the
+//     MPI_THREAD_FUNNELED code Snir 2009 argues against. Ranks processes of
 //     Threads fibers update their rows, meet at a barrier, wait while the
 //     master alone exchanges the ghost rows, and meet at a second barrier.
 //
@@ -110,9 +110,9 @@
 // the work: 512×512 iterations measured 5–10 times slower with 1ms than with
 // 20µs there. The command's default is 20µs.
 //
-// # Deviations from the seed
+// # Deviations from the proposal
 //
-// The seed warns that its examples "have not (yet) been run – there are
+// The proposal warns that its examples "have not (yet) been run – there are
 // unlikely to be correct". They are not; this port fixes:
 //
 //   - §4.3.1: j = 1+(i%2)^color parses as (1+(i%2))^color, which starts some
@@ -146,9 +146,9 @@
 //
 // Deliberate differences: float64 instead of float; any Rows×Cols; an
 // iteration is a red and a black sweep and convergence is tested after each
-// (the seed tests after every color); stripes are split evenly, where the
-// seed would make the first and last slightly larger; every process has the
-// same number of endpoints (the seed gives the edge processes one), so ranks
+// (Snir 2009 tests after every color); stripes are split evenly, where the
+// proposal would make the first and last slightly larger; every process has the
+// same number of endpoints (Snir 2009 gives the edge processes one), so ranks
 // are uniform and an edge process's unused endpoint still takes part in the
 // collectives; in the embedded default the final grid is assembled by the
 // driver from the slabs, which share its address space, rather than

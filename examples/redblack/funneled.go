@@ -9,9 +9,9 @@ import (
 	"github.com/fibermpi/fibermpi/fiber"
 )
 
-// runFunneled is the usual MPI+threads code, which seed 004 §4.3.4–4.3.5
+// runFunneled is the usual MPI+threads code, which Snir 2009 §4.3.4–4.3.5
 // improve on: one process per stripe at MPI_THREAD_FUNNELED, whose threads share the stripe's
-// rows in a fork-join loop (seed 004 §4.3.2's barrier) and only the master
+// rows in a fork-join loop (Snir 2009 §4.3.2's barrier) and only the master
 // thread communicates. Each half-sweep is
 //
 //	every thread: update its rows

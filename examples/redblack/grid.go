@@ -7,7 +7,7 @@ import (
 	"math"
 )
 
-// Grid is the seeds' array a[N+2][N+2], generalised to Rows×Cols interior
+// Grid is Snir's array a[N+2][N+2], generalised to Rows×Cols interior
 // cells: (Rows+2)×(Cols+2) float64 values in row-major order, rows 0 and
 // Rows+1 and columns 0 and Cols+1 being the fixed boundary. Cell (i, j) is red
 // when i+j is even and black when it is odd.
@@ -92,7 +92,7 @@ func (g *Grid) CheckAgainst(want *Grid) error {
 }
 
 // Initial is the value of global cell (i, j) before the first sweep, for a
-// grid of rows×cols interior cells (the seeds' init(a), which they leave
+// grid of rows×cols interior cells (Snir's init(a), which they leave
 // unspecified). The boundary is 1 along the top, i/(rows+1) down the left
 // side and 0 along the bottom and right; the interior is pseudo-random in
 // [0, 1), so that a cell updated out of order or from a wrong neighbour

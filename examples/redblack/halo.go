@@ -12,7 +12,7 @@ const (
 	tagDown = 2
 )
 
-// vectorTypes returns seed 004 §4.3.3's dtype[2] for rows of cols interior
+// vectorTypes returns Snir 2009 §4.3.3's dtype[2] for rows of cols interior
 // cells: dtype[0], the (cols+1)/2 cells of one color starting at column 1,
 // and dtype[1], the cols/2 starting at column 2. A row's cells of a color
 // starting at column j0 are sent and received with dtype[j0−1].

@@ -6,12 +6,12 @@ const (
 	black = 1
 )
 
-// firstCol returns the first column of color c in global row i: the seeds'
+// firstCol returns the first column of color c in global row i: Snir's
 // 1+((i%2)^color), written so that columns 1 to Cols are the interior.
 func firstCol(i, c int) int { return 1 + (i+1+c)&1 }
 
 // slab is a band of consecutive global rows with one ghost row above and one
-// below, in row-major order: a process's stripe (seed 004 §4.3.3), or the
+// below, in row-major order: a process's stripe (Snir 2009 §4.3.3), or the
 // whole grid when off is 0 and the band is every row. Local row l is global
 // row l+off; rows 0 and len(a)/w−1 are the ghost (or boundary) rows.
 //
@@ -62,7 +62,7 @@ func (s *slab) relax(lo, hi, c int, res float64, track bool) float64 {
 	return res
 }
 
-// relaxRow is the update of seed 004 §4.3.1 on one row:
+// relaxRow is the update of Snir 2009 §4.3.1 on one row:
 //
 //	a[i][j] = (a[i][j]+a[i-1][j]+a[i+1][j]+a[i][j-1]+a[i][j+1])*0.2
 //

@@ -40,7 +40,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	tracePath := fs.String("trace", "", "write a fibermpi trace of the run to this file (see cmd/fmpi-trace; with several variants, the last one's)")
 	hash := fs.Bool("hash", false, "after each run print a line with its time per iteration, residual bits and grid hash (see bench/redblack-c)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: redblack [flags]\n\nRed-black SOR (seed 004 §4.3) in every variant, checked against the sequential code.\n\nVariants:\n")
+		fmt.Fprintf(stderr, "usage: redblack [flags]\n\nRed-black SOR (Snir 2009 §4.3) in every variant, checked against the sequential code.\n\nVariants:\n")
 		for _, v := range variants {
 			fmt.Fprintf(stderr, "  %-9s %-16s %s\n", v.Name, v.Section, v.Summary)
 		}

@@ -171,8 +171,8 @@ func TestManyFibers(t *testing.T) {
 	}
 }
 
-// TestSeqAgainstReference checks seq against a direct transcription of seed
-// 004 §4.3.1 on a [][]float64, with the seed's bugs fixed (see the package
+// TestSeqAgainstReference checks seq against a direct transcription of Snir 2009
+// §4.3.1 on a [][]float64, with Snir's bugs fixed (see the package
 // documentation): the first column of a row is 1+((i%2)^color) and the color
 // changes after each sweep, not after each row.
 func TestSeqAgainstReference(t *testing.T) {
@@ -184,7 +184,7 @@ func TestSeqAgainstReference(t *testing.T) {
 			a[i][j] = Initial(rows, cols, i, j)
 		}
 	}
-	// In the seed's formula color RED (0) starts row 1 at column 2: its
+	// In Snir's formula color RED (0) starts row 1 at column 2: its
 	// "red" is our black. The sweep order is what matters: the sweep that
 	// starts row 1 at column 1 comes first here, as our red sweep does.
 	color := 1

@@ -6,7 +6,7 @@ import (
 	"github.com/fibermpi/fibermpi/internal/testenv"
 )
 
-// runSeq is seed 004 §4.3.1: the whole grid, one red sweep and one black
+// runSeq is Snir 2009 §4.3.1: the whole grid, one red sweep and one black
 // sweep per iteration, rows in order.
 func runSeq(cfg Config) (*Result, error) {
 	g := NewGrid(cfg.Rows, cfg.Cols)

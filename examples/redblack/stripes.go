@@ -11,7 +11,7 @@ import (
 )
 
 // stripes is the engine of the threads, mpi and hybrid variants, which are
-// one algorithm at three settings (seed 004 §4.3.5: "we combine the logic of
+// one algorithm at three settings (Snir 2009 §4.3.5: "we combine the logic of
 // the two previous codes"). The grid is cut into procs horizontal stripes,
 // each a slab of its own with ghost rows, and each stripe into threads bands
 // of rows, one per fiber. In every half-sweep a fiber updates its first row,
@@ -153,7 +153,7 @@ func (r *stripes) thread(f *fiber.Fiber, pr *proc, t int) error {
 	lid := r.local(pr.idx, t)
 	w := f.Waiter()
 
-	// Endpoint registration (seed 004 §4.3.5's MPI_Thread_register).
+	// Endpoint registration (Snir 2009 §4.3.5's MPI_Thread_register).
 	var c *comm.Comm[float64]
 	e, collective := r.endpointFor(pr, t)
 	if e >= 0 {
@@ -169,7 +169,7 @@ func (r *stripes) thread(f *fiber.Fiber, pr *proc, t int) error {
 			return err
 		}
 	}
-	// The stripe's place in the grid (seed 004 §4.3.3): MPI_Scan of the
+	// The stripe's place in the grid (Snir 2009 §4.3.3): MPI_Scan of the
 	// stripe sizes gives the stripe's last row, hence its first row and the
 	// parity of its rows. A stripe's second endpoint adds 0. Without
 	// endpoints (threads) the one stripe is the whole grid.

@@ -8,10 +8,10 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// bflag is the shared-memory counterpart of a halo message (seed 004 §4.3.4's
+// bflag is the shared-memory counterpart of a halo message (Snir 2009 §4.3.4's
 // done[id][color]): its owner publishes the number of the last half-sweep in
 // which it finished a boundary row, and the one neighbour that reads that row
-// waits until the number reaches the half-sweep it needs. The seed counts
+// waits until the number reaches the half-sweep it needs. The proposal counts
 // arrivals and resets the counter each half-sweep, with two sets of counters
 // for the two colors; a monotone number needs neither reset nor second set.
 type bflag struct {

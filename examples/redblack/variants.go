@@ -7,10 +7,10 @@ import (
 	"github.com/fibermpi/fibermpi/endpoint"
 )
 
-// A Variant is one of the codes of seed 004 §4.3, ported.
+// A Variant is one of the codes of Snir 2009 §4.3, ported.
 type Variant struct {
 	Name    string // flag value: seq, threads, mpi, hybrid, funneled
-	Section string // the seed section it ports
+	Section string // the Snir 2009 section it ports
 	Summary string // one line, in terms of the command's flags
 	check   func(Config) error
 	run     func(Config) (*Result, error)

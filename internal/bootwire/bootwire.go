@@ -1,5 +1,6 @@
 // Package bootwire is the wire protocol between fmpirun and the processes it
-// starts: the frames both sides read and write on the bootstrap's unix socket,
+// starts: the frames both sides read and write on the bootstrap's unix socket
+// (or TCP connection, for the processes of other hosts),
 // and the names of the environment variables that hand the socket over. Only
 // package bootstrap (the process side) and internal/launch (fmpirun's side)
 // use it; it imports nothing from fibermpi.
@@ -45,6 +46,11 @@ const (
 	EnvJobID     = "FIBERMPI_JOBID"     // the job's id: 16 hex digits
 	EnvBootstrap = "FIBERMPI_BOOTSTRAP" // forces a bootstrap by name; fmpirun removes it
 )
+
+// TCPPrefix begins an EnvBoot value that is fmpirun's TCP address rather
+// than its socket's path: "tcp:10.0.0.1:40123", given to the processes
+// fmpirun starts on other hosts.
+const TCPPrefix = "tcp:"
 
 // Limits of the protocol.
 const (

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/fibermpi/fibermpi/comm"
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/internal/testenv"
 )
 
 // The environment of a child: its scenario, the backend it must find and
@@ -39,42 +41,60 @@ const jobWait = 90 * time.Second
 // childWait bounds a child's wait for the others or the launcher.
 const childWait = 30 * time.Second
 
-// A launcher starts n copies of the test binary as one job.
+// A launcher starts n copies of the test binary as one job: MPICH's Hydra,
+// Slurm's srun, or (kind "") torchrun's variables, which the test sets
+// itself for each process.
 type launcher struct {
-	name string // the backend the children must detect
-	// missing says why the launcher cannot run here, or "".
-	missing func() string
-	// command returns the launcher's command line for n processes of
-	// prog args; nil for a launcher the test plays itself (torchrun).
-	command func(n int, prog string, args ...string) []string
-	env     []string // added to the launcher's environment
+	name  string   // the backend the children must detect
+	kind  string   // "hydra", "slurm", or "" for torchrun's variables
+	flags []string // the launcher's own flags
+	env   []string // added to the launcher's environment
+	// ends lists the deaths of a process ("kill": SIGKILL, "exit": a
+	// non-zero exit without Finalize) after which the launcher kills the
+	// rest of the job itself, leaving the survivors no time to speak.
+	ends []string
 }
+
+// srunFlags are srun's flags for every job: -O allows more tasks than the
+// node's cores (the tests run 4 on 2).
+var srunFlags = []string{"-O", "-t", "2"}
+
+// command is the launcher's command line for n processes of prog args;
+// nil for torchrun's variables.
+func (l launcher) command(n int, prog string, args ...string) []string {
+	var c []string
+	switch l.kind {
+	case "hydra":
+		c = append([]string{"mpiexec.hydra"}, l.flags...)
+	case "slurm":
+		c = append(append([]string{"srun"}, srunFlags...), l.flags...)
+	default:
+		return nil
+	}
+	c = append(c, "-n", strconv.Itoa(n), prog)
+	return append(c, args...)
+}
+
+// missing says why the launcher cannot run here, or "".
+func (l launcher) missing() string {
+	switch l.kind {
+	case "hydra":
+		return have("mpiexec.hydra")
+	case "slurm":
+		return slurmMissing()
+	}
+	return ""
+}
+
+// endsOn reports whether the launcher itself ends the job when a process
+// dies that way.
+func (l launcher) endsOn(death string) bool { return slices.Contains(l.ends, death) }
 
 func have(cmd string) string {
 	if _, err := exec.LookPath(cmd); err != nil {
 		return cmd + " is not installed (make test-launch installs it: scripts/engines.sh)"
 	}
 	return ""
-}
-
-func hydra(extra ...string) func(n int, prog string, args ...string) []string {
-	return func(n int, prog string, args ...string) []string {
-		c := append([]string{"mpiexec.hydra"}, extra...)
-		c = append(c, "-n", strconv.Itoa(n), prog)
-		return append(c, args...)
-	}
-}
-
-func srun(extra ...string) func(n int, prog string, args ...string) []string {
-	return func(n int, prog string, args ...string) []string {
-		// -O: more tasks than the node's cores (the tests run 4 on 2).
-		// --kill-on-bad-exit: srun ends the step when a task fails, as
-		// mpiexec does (Slurm's default lets the others run, and neither
-		// its PMI-2 nor plain srun tells them).
-		c := append([]string{"srun", "-O", "--kill-on-bad-exit=1", "-n", strconv.Itoa(n), "-t", "2"}, extra...)
-		c = append(c, prog)
-		return append(c, args...)
-	}
 }
 
 // slurmMissing says why srun cannot run a job here: no srun, or no idle
@@ -93,27 +113,39 @@ func slurmMissing() string {
 	return ""
 }
 
+// Both deaths, for launchers that end the job after either.
+var bothDeaths = []string{"kill", "exit"}
+
+// launchers are the launchers every test runs under. srun runs with
+// --kill-on-bad-exit=1: it ends the step when a task fails, as mpiexec
+// does (Slurm's default lets the others run).
 var launchers = []launcher{
-	{name: "pmi", missing: func() string { return have("mpiexec.hydra") }, command: hydra()},
-	{name: "pmi2", missing: func() string { return have("mpiexec.hydra") }, command: hydra(), env: []string{bootstrap.EnvBootstrap + "=pmi2"}},
-	{name: "pmi", missing: func() string { return have("mpiexec.hydra") }, command: hydra("-pmi-port")},
-	{name: "torchrun", missing: func() string { return "" }},
-	{name: "pmi2", missing: slurmMissing, command: srun("--mpi=pmi2")},
-	{name: "slurm", missing: slurmMissing, command: srun("--mpi=none")},
+	{name: "pmi", kind: "hydra", ends: bothDeaths},
+	{name: "pmi2", kind: "hydra", env: []string{bootstrap.EnvBootstrap + "=pmi2"}, ends: bothDeaths},
+	{name: "pmi", kind: "hydra", flags: []string{"-pmi-port"}, ends: bothDeaths},
+	{name: "pmi2", kind: "hydra", flags: []string{"-pmi-port"}, env: []string{bootstrap.EnvBootstrap + "=pmi2"}, ends: bothDeaths},
+	{name: "torchrun"},
+	{name: "pmi2", kind: "slurm", flags: []string{"--kill-on-bad-exit=1", "--mpi=pmi2"}, ends: bothDeaths},
+	{name: "slurm", kind: "slurm", flags: []string{"--kill-on-bad-exit=1", "--mpi=none"}, ends: bothDeaths},
+}
+
+// keepGoing are the launchers in the modes that leave the survivors of a
+// failed process running, added to launchers by the tests of a lost
+// process: there the processes must see the loss themselves. Hydra
+// (MPICH 4.0) with -disable-auto-cleanup still kills the others at once
+// when a process is killed by a signal; after a non-zero exit it lets
+// them run.
+var keepGoing = []launcher{
+	{name: "pmi", kind: "hydra", flags: []string{"-disable-auto-cleanup"}, ends: []string{"kill"}},
+	{name: "pmi2", kind: "slurm", flags: []string{"--kill-on-bad-exit=0", "--mpi=pmi2"}},
 }
 
 // label names a launcher in subtest names.
 func (l launcher) label() string {
-	if l.command == nil {
+	if l.kind == "" {
 		return "torchrun-vars"
 	}
-	var c []string
-	for _, a := range l.command(0, "x") {
-		if a != "-n" && a != "0" && a != "-t" && a != "2" && a != "x" && a != "-O" && a != "--kill-on-bad-exit=1" {
-			c = append(c, a)
-		}
-	}
-	s := strings.Join(c, " ")
+	s := strings.Join(append([]string{l.command(0, "x")[0]}, l.flags...), " ")
 	if len(l.env) > 0 {
 		s += " " + strings.Join(l.env, " ")
 	}
@@ -123,12 +155,8 @@ func (l launcher) label() string {
 func skipMissing(t *testing.T, l launcher) {
 	t.Helper()
 	if m := l.missing(); m != "" {
-		kind := "hydra"
-		if l.command != nil && l.command(0, "x")[0] == "srun" {
-			kind = "slurm"
-		}
 		for _, k := range strings.Split(os.Getenv(envRequired), ",") {
-			if k == kind {
+			if k == l.kind {
 				t.Fatalf("%s: %s (and %s=%s)", l.label(), m, envRequired, os.Getenv(envRequired))
 			}
 		}
@@ -153,26 +181,9 @@ func result(format string, args ...any) {
 // job is one launched job: its combined output and its end.
 type job struct {
 	dir   string // the children's result files
-	out   lockedBuffer
+	out   testenv.Buffer
 	cmds  []*exec.Cmd
 	codes []int // exit codes, -signal for a signal
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // freePort returns a TCP port of loopback that was free a moment ago.
@@ -218,7 +229,7 @@ func launchWith(t *testing.T, l launcher, n int, scenario string, during func(*j
 		c.WaitDelay = 5 * time.Second
 		return c
 	}
-	if l.command == nil {
+	if l.kind == "" {
 		port := freePort(t)
 		for r := range n {
 			env := append(base[:len(base):len(base)], "RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n),
@@ -348,72 +359,79 @@ func TestSmoke(t *testing.T) {
 	}
 }
 
-// TestKill: SIGKILL of rank 1 after the job started. Under a launcher
-// (mpiexec, srun) the launcher ends the job with a non-zero status; under
-// torchrun's variables, which have no launcher, every other process gets
-// a *PeerError naming rank 1 and exits non-zero. Nothing hangs (the job is
-// bounded) and no segment is left.
-func TestKill(t *testing.T) {
-	for _, l := range launchers {
-		t.Run(l.label(), func(t *testing.T) {
-			skipMissing(t, l)
-			j := launch(t, l, 3, "kill")
-			out := j.out.String()
-			killed := j.results(`killing rank=1 at=(\d+)`)
-			if len(killed) != 1 {
-				t.Fatalf("rank 1 did not reach its kill; codes %v; output:\n%s", j.codes, out)
+// TestLoss: rank 1 of 3 dies after the job started — SIGKILL ("kill") or
+// a non-zero exit without Finalize ("exit") — while the others wait in a
+// Recv from each other, which nothing but the job's end returns. Under a
+// launcher that ends the job itself after that death (mpiexec, srun
+// --kill-on-bad-exit=1) the job must end non-zero; the survivors may be
+// killed before they can speak, so what they report is only logged. Under
+// the others (torchrun's variables, mpiexec -disable-auto-cleanup after an
+// exit, srun --kill-on-bad-exit=0) every survivor must see the loss
+// itself: its Recv returns an error naming rank 1 that wraps ErrPeerLost
+// ("handle": the program prints it and exits 3), or, when the program
+// ignores the error and lingers ("ignore"), fibermpi prints the loss and
+// ends the process with status 1. In every case nothing hangs (the job is
+// bounded) and no segment is left. How soon the survivors saw the loss is
+// logged (the issue asks within 1 s: a figure, not a pass condition).
+func TestLoss(t *testing.T) {
+	for _, l := range append(launchers[:len(launchers):len(launchers)], keepGoing...) {
+		for _, death := range bothDeaths {
+			programs := []string{"handle", "ignore"}
+			if l.endsOn(death) {
+				programs = programs[:1] // the launcher kills them either way
 			}
-			ok := false
-			for _, c := range j.codes {
-				ok = ok || c != 0
+			for _, program := range programs {
+				t.Run(l.label()+"/"+death+"/"+program, func(t *testing.T) {
+					skipMissing(t, l)
+					checkLoss(t, l, launch(t, l, 3, "loss-"+death+"-"+program), death, program)
+				})
 			}
-			if !ok {
-				t.Errorf("every exit code is 0 (%v) after rank 1 was killed; output:\n%s", j.codes, out)
-			}
-			lost := j.results(`lost rank=(-?\d+) sentinel=(\S+) at=(\d+) err=(.*)`)
-			if l.command == nil && len(lost) != 2 {
-				t.Errorf("%d of the 2 other processes reported the loss; output:\n%s", len(lost), out)
-			}
-			at, _ := strconv.ParseInt(killed[0][1], 10, 64)
-			for _, g := range lost {
-				if g[1] != "1" || g[2] != "ErrPeerLost" {
-					t.Errorf("a process reported %s (rank %s, %s), want a loss of rank 1", g[4], g[1], g[2])
-				}
-				seen, _ := strconv.ParseInt(g[3], 10, 64)
-				t.Logf("loss of rank 1 seen after %v: %s", time.Duration(seen-at), g[4])
-			}
-			checkNoShmLeft(t, j)
-		})
+		}
 	}
 }
 
-// TestKillBlockedRecv: SIGKILL of rank 1 while the others wait in a
-// receive from it, a program that does not watch the bootstrap: the job
-// ends, every process exits non-zero, and under torchrun's variables (no
-// launcher to kill them) each of the others says it lost rank 1.
-func TestKillBlockedRecv(t *testing.T) {
-	for _, l := range launchers {
-		t.Run(l.label(), func(t *testing.T) {
-			skipMissing(t, l)
-			j := launch(t, l, 3, "killrecv")
-			out := j.out.String()
-			if len(j.results(`killing rank=1 at=(\d+)`)) != 1 {
-				t.Fatalf("rank 1 did not reach its kill; codes %v; output:\n%s", j.codes, out)
-			}
-			for i, c := range j.codes {
-				if c == 0 {
-					t.Errorf("process %d of the launch exited with 0; codes %v; output:\n%s", i, j.codes, out)
-				}
-			}
-			t.Logf("receives that returned: %v", j.results(`recv returned (.*)`))
-			if l.command == nil {
-				if n := strings.Count(out, "bootstrap: rank 1: lost its connection to the store on rank 0"); n != 2 {
-					t.Errorf("%d of the 2 other processes named rank 1 as they ended; output:\n%s", n, out)
-				}
-			}
-			checkNoShmLeft(t, j)
-		})
+func checkLoss(t *testing.T, l launcher, j *job, death, program string) {
+	t.Helper()
+	out := j.out.String()
+	dying := j.results(`dying rank=1 how=(\S+) at=(\d+)`)
+	if len(dying) != 1 || dying[0][1] != death {
+		t.Fatalf("rank 1 did not reach its death (%s): %v; codes %v; output:\n%s", death, dying, j.codes, out)
 	}
+	if !slices.ContainsFunc(j.codes, func(c int) bool { return c != 0 }) {
+		t.Errorf("every exit code is 0 (%v) after rank 1 died; output:\n%s", j.codes, out)
+	}
+	at, _ := strconv.ParseInt(dying[0][2], 10, 64)
+	lost := j.results(`lost rank=(-?\d+) sentinel=(\S+) at=(\d+) err=(.*)`)
+	for _, g := range lost {
+		if g[1] != "1" || g[2] != "ErrPeerLost" {
+			t.Errorf("a process reported %s (rank %s, %s), want a loss of rank 1", g[4], g[1], g[2])
+		}
+		seen, _ := strconv.ParseInt(g[3], 10, 64)
+		t.Logf("loss of rank 1 seen after %v: %s", time.Duration(seen-at).Round(10*time.Microsecond), g[4])
+	}
+	// What fibermpi prints when it sees the loss itself (endpoint's
+	// watch), or when the job's store tells it (torchrun's variables).
+	printed := regexp.MustCompile(`(?m)bootstrap: rank 1: .*the job is over$`).FindAllString(out, -1)
+	switch {
+	case l.endsOn(death):
+		t.Logf("%s ended the job (codes %v); %d of the 2 survivors reported the loss first", l.label(), j.codes, len(lost))
+	case program == "handle":
+		if len(lost) != 2 {
+			t.Errorf("%d of the 2 survivors reported the loss of rank 1; codes %v; output:\n%s", len(lost), j.codes, out)
+		}
+	default:
+		if len(j.results(`recv returned .*`)) != 2 || len(printed) < 2 {
+			t.Errorf("the 2 survivors' Recv returned %d times and fibermpi printed the loss %d times (want 2 each); output:\n%s",
+				len(j.results(`recv returned .*`)), len(printed), out)
+		}
+		if l.kind == "" && (j.codes[0] != 1 || j.codes[2] != 1) {
+			t.Errorf("the survivors exited with %d and %d, want 1 (ended by fibermpi); output:\n%s", j.codes[0], j.codes[2], out)
+		}
+	}
+	if len(printed) > 0 {
+		t.Logf("printed:\n%s", strings.Join(printed, "\n"))
+	}
+	checkNoShmLeft(t, j)
 }
 
 // TestLauncherDies: the launcher is killed (SIGKILL of mpiexec; under
@@ -421,7 +439,7 @@ func TestKillBlockedRecv(t *testing.T) {
 // processes wait in a barrier or sleep: none of them lives on.
 func TestLauncherDies(t *testing.T) {
 	for _, l := range launchers {
-		if l.command != nil && l.command(0, "x")[0] == "srun" {
+		if l.kind == "slurm" {
 			continue // srun's processes belong to slurmd, not to srun
 		}
 		t.Run(l.label(), func(t *testing.T) {
@@ -472,14 +490,14 @@ func TestAbort(t *testing.T) {
 			if c := strings.Count(out, "reason-xyzzy"); c != 1 {
 				t.Errorf("the reason is printed %d times, want once; output:\n%s", c, out)
 			}
-			if l.command != nil && l.command(0, "x")[0] == "srun" {
+			if l.kind == "slurm" {
 				// srun exits with the highest status of its tasks: the
 				// others' SIGTERM (143) when it ends the step; it names
 				// rank 1's code.
 				if j.codes[0] == 0 || !strings.Contains(out, "task 1: Exited with exit code 7") {
 					t.Errorf("srun exited with %d, and did not name task 1's code 7; output:\n%s", j.codes[0], out)
 				}
-			} else if l.command != nil {
+			} else if l.kind != "" {
 				if j.codes[0] != 7 {
 					t.Errorf("%s exited with %d, want 7; output:\n%s", l.label(), j.codes[0], out)
 				}
@@ -502,47 +520,131 @@ func TestAbort(t *testing.T) {
 	}
 }
 
+// TestOpenMPIRefused: started by Open MPI's mpirun, which fibermpi cannot
+// join, every process fails at once with ErrEnvironment, naming the
+// launcher and its variables and saying what to do instead, rather than
+// run as N jobs of one process. (Open MPI is installed with MPICH by
+// make bench-mpi, not by test-launch: without it the test skips.)
+func TestOpenMPIRefused(t *testing.T) {
+	if m := have("mpirun.openmpi"); m != "" {
+		t.Skip(m)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), jobWait)
+	defer cancel()
+	c := exec.CommandContext(ctx, "mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-n", "2",
+		self, "-test.run=^TestChild$", "-test.v=false")
+	c.Env = append(os.Environ(), envChild+"=refused", envWant+"=none", envN+"=2", envDir+"="+t.TempDir(),
+		"OMPI_MCA_rmaps_base_oversubscribe=1", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	out, err := c.CombinedOutput()
+	if err == nil {
+		t.Fatalf("mpirun exited 0; output:\n%s", out)
+	}
+	want := []string{
+		"bad launch environment: started by Open MPI's mpirun",
+		`OMPI_COMM_WORLD_RANK="0"`, `OMPI_COMM_WORLD_RANK="1"`, `OMPI_COMM_WORLD_SIZE="2"`,
+		"launch with fmpirun", "FIBERMPI_BOOTSTRAP=single",
+	}
+	for _, w := range want {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("the output does not say %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(string(out), "RESULT job id=") {
+		t.Errorf("a process joined a job:\n%s", out)
+	}
+}
+
+// buildExample builds the example program pkg (a directory of examples/)
+// into a temporary directory and returns its path.
+func buildExample(t *testing.T, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), pkg)
+	build := exec.Command("go", "build", "-o", bin, "github.com/fibermpi/fibermpi/examples/"+pkg)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runUnder runs n processes of bin args under l, bounded by jobWait, and
+// returns their combined output. Under torchrun's variables the test
+// starts the processes itself.
+func runUnder(t *testing.T, l launcher, n int, bin string, args ...string) ([]byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), jobWait)
+	defer cancel()
+	if l.kind != "" {
+		argv := l.command(n, bin, args...)
+		c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		c.Env = append(os.Environ(), l.env...)
+		return c.CombinedOutput()
+	}
+	port := freePort(t)
+	var wg sync.WaitGroup
+	outs := make([][]byte, n)
+	errs := make([]error, n)
+	for r := range n {
+		c := exec.CommandContext(ctx, bin, args...)
+		c.Env = append(os.Environ(), "RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n),
+			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port-1))
+		wg.Go(func() { outs[r], errs[r] = c.CombinedOutput() })
+	}
+	wg.Wait()
+	return bytes.Join(outs, nil), errors.Join(errs...)
+}
+
 // TestHello runs examples/hello, unchanged, under each launcher.
 func TestHello(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode: builds examples/hello")
 	}
-	bin := filepath.Join(t.TempDir(), "hello")
-	build := exec.Command("go", "build", "-o", bin, "github.com/fibermpi/fibermpi/examples/hello")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildExample(t, "hello")
 	for _, l := range launchers {
 		t.Run(l.label(), func(t *testing.T) {
 			skipMissing(t, l)
-			const n = 3
-			ctx, cancel := context.WithTimeout(context.Background(), jobWait)
-			defer cancel()
-			var out []byte
-			var err error
-			if l.command == nil {
-				port := freePort(t)
-				var wg sync.WaitGroup
-				outs := make([][]byte, n)
-				errs := make([]error, n)
-				for r := range n {
-					c := exec.CommandContext(ctx, bin)
-					c.Env = append(os.Environ(), "RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n),
-						"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port-1))
-					wg.Go(func() { outs[r], errs[r] = c.CombinedOutput() })
-				}
-				wg.Wait()
-				out, err = bytes.Join(outs, nil), errors.Join(errs...)
-			} else {
-				argv := l.command(n, bin)
-				c := exec.CommandContext(ctx, argv[0], argv[1:]...)
-				c.Env = append(os.Environ(), l.env...)
-				out, err = c.CombinedOutput()
-			}
+			out, err := runUnder(t, l, 3, bin)
 			if err != nil || !strings.Contains(string(out), "hello from 3 processes") || !strings.Contains(string(out), "came back as 3") {
 				t.Fatalf("%v; output:\n%s", err, out)
 			}
 		})
+	}
+}
+
+// TestRedBlack runs examples/redblack, unchanged, under each launcher on
+// 2 and 4 processes: the mpi and hybrid variants, one stripe per process,
+// whose grids process 0 gathers and checks bit for bit against its own
+// sequential run (the program prints "identical" or "DIFFERS").
+func TestRedBlack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode: builds examples/redblack")
+	}
+	bin := buildExample(t, "redblack")
+	for _, l := range launchers {
+		for _, n := range []int{2, 4} {
+			t.Run(fmt.Sprintf("%s/n=%d", l.label(), n), func(t *testing.T) {
+				skipMissing(t, l)
+				out, err := runUnder(t, l, n, bin, "-variant", "mpi,hybrid", "-n", "33", "-iters", "6",
+					"-threads", "2", "-endpoints", "2", "-workers", "2")
+				if err != nil {
+					t.Fatalf("%v; output:\n%s", err, out)
+				}
+				for _, v := range []string{"mpi", "hybrid"} {
+					if c := regexp.MustCompile(`(?m)^`+v+` .*identical`).FindAll(out, -1); len(c) != 1 {
+						t.Errorf("%d lines saying %s is identical to seq, want 1; output:\n%s", len(c), v, out)
+					}
+				}
+				if strings.Contains(string(out), "DIFFERS") {
+					t.Errorf("a grid differs from seq:\n%s", out)
+				}
+				if want := fmt.Sprintf("process 0 of %d", n); !strings.Contains(string(out), want) {
+					t.Errorf("no %q in the output:\n%s", want, out)
+				}
+			})
+		}
 	}
 }
 
@@ -572,10 +674,11 @@ func TestChild(t *testing.T) {
 		childExchange(t, b)
 	case "smoke":
 		childSmoke(t, b)
-	case "kill", "abort":
-		childFail(t, b, scenario)
-	case "killrecv":
-		childKillRecv(t, b)
+	case "abort":
+		childAbort(t, b)
+	case "loss-kill-handle", "loss-kill-ignore", "loss-exit-handle", "loss-exit-ignore":
+		parts := strings.Split(scenario, "-")
+		childLoss(t, b, parts[1], parts[2])
 	case "orphan":
 		// Rank 1 sleeps, the others wait for it in a barrier.
 		result("waiting pid=%d", os.Getpid())
@@ -638,7 +741,9 @@ func childExchange(t *testing.T, b bootstrap.Bootstrap) {
 	result("exchange-ok rank=%d name=%s", me, b.Name())
 }
 
-func childSmoke(t *testing.T, b bootstrap.Bootstrap) {
+// world initializes fibermpi on b and returns the process, its world
+// endpoint registered by this goroutine, and the world communicator.
+func world(t *testing.T, b bootstrap.Bootstrap) (*endpoint.Process, *endpoint.Endpoint, *comm.Comm[int]) {
 	p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{Bootstrap: b})
 	if err != nil {
 		t.Fatalf("Init: %v", err)
@@ -651,6 +756,11 @@ func childSmoke(t *testing.T, b bootstrap.Bootstrap) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, ep, c
+}
+
+func childSmoke(t *testing.T, b bootstrap.Bootstrap) {
+	p, ep, c := world(t, b)
 	me, n := c.Rank(), c.Size()
 	// A ring both ways at once, with Isend, then collectives.
 	token := []int{me}
@@ -702,21 +812,15 @@ func sentinel(err error) string {
 	return "other"
 }
 
-// childFail: the job starts (shared memory set up), then rank 1 is killed
-// or aborts; the others wait for the bootstrap's notice.
-func childFail(t *testing.T, b bootstrap.Bootstrap, scenario string) {
+// childAbort: the job starts (shared memory set up), then rank 1 aborts;
+// the others wait for the bootstrap's notice.
+func childAbort(t *testing.T, b bootstrap.Bootstrap) {
 	p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{Bootstrap: b})
 	if err != nil {
 		t.Fatalf("Init: %v", err)
 	}
 	_ = p
 	if b.Rank() == 1 {
-		if scenario == "kill" {
-			result("killing rank=1 at=%d", time.Now().UnixNano())
-			os.Stdout.Sync()
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			time.Sleep(childWait)
-		}
 		if err := b.Abort(7, "reason-xyzzy"); err != nil {
 			t.Fatalf("Abort: %v", err)
 		}
@@ -731,46 +835,66 @@ func childFail(t *testing.T, b bootstrap.Bootstrap, scenario string) {
 	case <-time.After(childWait):
 		t.Fatalf("rank %d: nothing ended the job within %v", b.Rank(), childWait)
 	}
-	at := time.Now().UnixNano()
-	pe, ok := errors.AsType[*bootstrap.PeerError](err)
-	rank := -2
-	if ok {
-		rank = pe.Rank
-	}
-	if scenario == "kill" {
-		result("lost rank=%d sentinel=%s at=%d err=%v", rank, sentinel(err), at, err)
-	} else {
-		result("aborted rank=%d sentinel=%s", rank, sentinel(err))
-	}
-	os.Stdout.Sync()
+	result("aborted rank=%d sentinel=%s", peerRank(err), sentinel(err))
 	os.Exit(3)
 }
 
-// childKillRecv: rank 1 dies while the others wait in Recv from it; they
-// leave the ending to the runtime (a launcher, or the bootstrap itself).
-func childKillRecv(t *testing.T, b bootstrap.Bootstrap) {
-	p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{Bootstrap: b})
-	if err != nil {
-		t.Fatalf("Init: %v", err)
+// peerRank is the rank a *bootstrap.PeerError in err names, or -2.
+func peerRank(err error) int {
+	if pe, ok := errors.AsType[*bootstrap.PeerError](err); ok {
+		return pe.Rank
 	}
-	ep, err := p.World().Register(fiber.NewGoroutineWaiter())
-	if err != nil {
-		t.Fatal(err)
+	return -2
+}
+
+// reports counts the lines that begin with prefix in the job's result
+// files.
+func reports(prefix string) int {
+	files, _ := filepath.Glob(filepath.Join(os.Getenv(envDir), "*"))
+	n := 0
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		n += strings.Count("\n"+string(b), "\n"+prefix)
 	}
-	c, err := comm.World[int](ep)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return n
+}
+
+// childLoss: rank 1 dies (how: "kill" or "exit") once the job runs, while
+// the others wait in a Recv from each other that only the job's end
+// returns. program "handle": they report the error and exit 3; "ignore":
+// they linger, and fibermpi must end them.
+func childLoss(t *testing.T, b bootstrap.Bootstrap, how, program string) {
+	_, _, c := world(t, b)
 	if err := c.Barrier(); err != nil {
 		t.Fatal(err)
 	}
 	if c.Rank() == 1 {
-		result("killing rank=1 at=%d", time.Now().UnixNano())
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		time.Sleep(childWait)
+		// Once the others are past the barrier, about to wait.
+		for deadline := time.Now().Add(childWait); reports("RESULT receiving") < 2 && time.Now().Before(deadline); {
+			time.Sleep(2 * time.Millisecond)
+		}
+		time.Sleep(10 * time.Millisecond)
+		result("dying rank=1 how=%s at=%d", how, time.Now().UnixNano())
+		if how == "kill" {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			time.Sleep(childWait)
+		}
+		os.Exit(5)
 	}
-	buf := []int{0}
-	_, err = c.Recv(buf, 1, 9)
+	other := 2 - c.Rank() // 0 and 2 wait for each other
+	result("receiving rank=%d", c.Rank())
+	_, err := c.Recv([]int{0}, other, 9)
+	at := time.Now().UnixNano()
 	result("recv returned rank=%d err=%v", c.Rank(), err)
+	if program == "handle" {
+		result("lost rank=%d sentinel=%s at=%d err=%v", peerRank(err), sentinel(err), at, err)
+		// Its exit would be a loss too: wait for the other survivor to
+		// have seen rank 1's, so that each reports its own observation.
+		for deadline := time.Now().Add(childWait); reports("RESULT lost rank=") < 2 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		os.Exit(3)
+	}
+	time.Sleep(childWait) // fibermpi ends this process (status 1)
 	os.Exit(4)
 }

@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +64,9 @@ type Options struct {
 	Flags   []string      // fmpirun flags, e.g. "-prefix", "-grace=200ms"
 	Env     []string      // "K=V" added to the environment of fmpirun and the processes
 	Timeout time.Duration // bound on the run (fmpirun's -timeout); 0: DefaultTimeout, within the test's deadline
+	// Wrap is a command fmpirun itself runs under, which must exec it
+	// (e.g. "ip netns exec NAME"): fmpirun's arguments follow it.
+	Wrap []string
 }
 
 // Job is a run of fmpirun under way.
@@ -111,7 +115,8 @@ func Start(t testing.TB, n int, o Options, command ...string) *Job {
 	args := append([]string{"-n", strconv.Itoa(n), "-timeout", timeout.String()}, o.Flags...)
 	// The launcher's own bound comes first; this one is the backstop.
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+15*time.Second)
-	cmd := exec.CommandContext(ctx, self, append(args, command...)...)
+	argv := append(append(slices.Clone(o.Wrap), self), append(args, command...)...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), launcherEnv+"=1", childEnv+"=1")
 	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
 		// A race-enabled process sleeps a second as it exits, by default.

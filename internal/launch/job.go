@@ -28,6 +28,10 @@ type job struct {
 	dir    string // the socket's private directory
 	sock   string
 	ln     *net.UnixListener
+	tcp    []net.Listener    // for the processes of other hosts (hosts.go)
+	hostOf []string          // each rank's host, nil when every process runs here
+	remote []bool            // each rank's host is another (nil: none is)
+	boot   map[string]string // FIBERMPI_BOOT of the processes of each remote host
 	events chan any
 	quit   chan struct{} // closed when the loop is over
 	wg     sync.WaitGroup
@@ -67,10 +71,11 @@ type proc struct {
 
 // peer is one connection, with its writer goroutine fed by out.
 type peer struct {
-	conn *net.UnixConn
-	out  chan []byte
-	proc *proc // nil until its Hello is accepted
-	gone bool  // out is closed
+	conn   net.Conn
+	remote bool // over TCP, from another host: its pid means nothing here
+	out    chan []byte
+	proc   *proc // nil until its Hello is accepted
+	gone   bool  // out is closed
 }
 
 // Events the goroutines send to the loop.
@@ -119,10 +124,16 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer j.cleanup()
+	if err := j.placeHosts(); err != nil {
+		return &Failure{Rank: -1, Cause: err.Error(), Code: 1}
+	}
 	j.out = newOutputs(&cfg)
 	j.logf("job %s: %d processes of %s; socket %s", j.id, cfg.N, path, j.sock)
-	j.wg.Add(1)
-	go j.accept()
+	j.wg.Add(1 + len(j.tcp))
+	go j.accept(j.ln, false)
+	for _, ln := range j.tcp {
+		go j.accept(ln, true)
+	}
 	j.start(path)
 	j.loop(ctx)
 	return errOrNil(j.fail)
@@ -168,6 +179,9 @@ func (j *job) listen() error {
 func (j *job) cleanup() {
 	close(j.quit)
 	j.ln.Close()
+	for _, ln := range j.tcp {
+		ln.Close()
+	}
 	for _, pr := range j.procs {
 		if pr.timer != nil {
 			pr.timer.Stop()
@@ -179,6 +193,7 @@ func (j *job) cleanup() {
 	j.wg.Wait()
 	os.RemoveAll(j.dir)
 	j.removeShm()
+	j.removeRemoteShm()
 }
 
 // removeShm removes the job's shared-memory files, whatever became of it.
@@ -225,6 +240,9 @@ func (j *job) start(path string) {
 	for _, pr := range j.procs {
 		cmd := exec.Command(path, j.cfg.Args...)
 		cmd.Env = j.childEnv(base, pr.rank)
+		if j.remote != nil && j.remote[pr.rank] {
+			cmd = j.remoteCmd(base, pr.rank, path)
+		}
 		cmd.Dir = j.cfg.Dir
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if pr.rank == 0 && j.cfg.Stdin != nil {
@@ -267,14 +285,14 @@ func (j *job) send(ev any) {
 	}
 }
 
-func (j *job) accept() {
+func (j *job) accept(ln net.Listener, remote bool) {
 	defer j.wg.Done()
 	for {
-		conn, err := j.ln.AcceptUnix()
+		conn, err := ln.Accept()
 		if err != nil {
 			return // the listener was closed
 		}
-		p := &peer{conn: conn, out: make(chan []byte, 8)}
+		p := &peer{conn: conn, remote: remote, out: make(chan []byte, 8)}
 		j.wg.Add(2)
 		go j.write(p)
 		go j.read(p)
@@ -448,6 +466,9 @@ func (j *job) resolve(pr *proc) {
 		j.drop(pr.peer)
 	}
 	cause, code := describe(pr.state), exitCode(pr.state)
+	if j.remote != nil && j.remote[pr.rank] {
+		cause += " (on " + j.hostOf[pr.rank] + ", through " + j.ssh()[0] + ")"
+	}
 	if code != 0 {
 		j.leave(pr, cause)
 		j.end(&Failure{Rank: pr.rank, Cause: cause, Code: code}, bootwire.KindPeerLost)
@@ -528,7 +549,10 @@ func signalGroup(pr *proc, sig syscall.Signal) {
 // refused request fails the job, in the name of the process that sent it
 // (found by its pid, as fmpirun started it) or else of the rank it claims.
 func (j *job) hello(p *peer, m bootwire.Msg) {
-	sender := j.byPid[int(m.PID)]
+	var sender *proc
+	if !p.remote {
+		sender = j.byPid[int(m.PID)]
+	}
 	rank := int(m.Rank)
 	if rank < 0 || rank >= j.cfg.N {
 		rank = -1
@@ -556,6 +580,7 @@ func (j *job) hello(p *peer, m bootwire.Msg) {
 	case m.Version != bootwire.Version:
 		refuse(bootwire.KindMismatch, fmt.Sprintf("pid %d speaks bootstrap protocol %d, fmpirun speaks %d", m.PID, m.Version, bootwire.Version))
 	case m.JobID != j.id:
+		rank = -1
 		refuse(bootwire.KindMismatch, fmt.Sprintf("pid %d has %s=%s but this fmpirun runs job %s (an environment left over from another job?)",
 			m.PID, bootwire.EnvJobID, m.JobID, j.id))
 	case int(m.Size) != j.cfg.N:

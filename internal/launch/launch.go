@@ -33,6 +33,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -79,6 +80,21 @@ type Config struct {
 	Signals <-chan os.Signal // each signal received is forwarded to every process group
 	ShmDir  string           // where the shared-memory segments live; "": /dev/shm
 	SockDir string           // where the socket's directory is made; "": os.TempDir()
+
+	// Hosts places the processes (hosts.go): nil runs them all on this
+	// node; otherwise the ranks fill each host's slots in order, and those
+	// on other hosts are started through SSH and join over TCP.
+	Hosts []Host
+	// SSH is the command that starts a process on another host, before
+	// the host name: nil is DefaultSSH ("ssh -x").
+	SSH []string
+	// Forward names the variables of Env given to the processes on other
+	// hosts, besides every FIBERMPI_ variable (ssh gives them none).
+	Forward []string
+	// Listen is the address the TCP socket for the processes of other
+	// hosts binds, "host:port"; "": the address of this machine that
+	// routes to each of them, port chosen by the kernel.
+	Listen string
 }
 
 // Validate reports a Config that Run cannot start.
@@ -87,7 +103,15 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("launch: %d processes (at least 1)", c.N)
 	}
 	if c.N > 1<<16 {
-		return fmt.Errorf("launch: %d processes (at most %d on one node)", c.N, 1<<16)
+		return fmt.Errorf("launch: %d processes (at most %d)", c.N, 1<<16)
+	}
+	for _, h := range c.Hosts {
+		if h.Name == "" || h.Slots < 1 {
+			return fmt.Errorf("launch: host %q with %d slots", h.Name, h.Slots)
+		}
+	}
+	if c.Hosts != nil && len(c.Hosts) == 0 {
+		return errors.New("launch: an empty host list")
 	}
 	if c.Program == "" {
 		return errors.New("launch: no program")
@@ -137,9 +161,15 @@ func Main(args []string) int {
 	grace := fs.Duration("grace", DefaultGrace, "time the processes have to end after a failure, before SIGKILL")
 	verbose := fs.Bool("v", false, "tell what fmpirun does on standard error")
 	ver := fs.Bool("version", false, "print the version of fibermpi and of the build, and exit")
+	hostList := fs.String("hosts", "", "run on these hosts: `a,b:2,...` (slots after a colon, 1 by default); ranks fill the slots in order")
+	hostfile := fs.String("hostfile", "", "read the hosts from this `file`: one a line, \"name\", \"name:N\" or \"name slots=N\"")
+	sshCmd := fs.String("ssh", os.Getenv(EnvSSH), "the `command` starting a process on another host, before the host (default \"ssh -x\"; also "+EnvSSH+")")
+	listen := fs.String("listen", "", "the `host:port` the processes of other hosts join through (default: this machine's address towards each, any port)")
+	var forward listFlag
+	fs.Var(&forward, "x", "give the variable `NAME` to the processes on other hosts too (repeatable; FIBERMPI_ variables always go)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: fmpirun -n N [-prefix] [-timeout d] [-grace d] [-v] program [args...]\n\n"+
-			"Starts N processes of program on this node, joined by fibermpi's bootstrap.\n\n")
+		fmt.Fprintf(fs.Output(), "usage: fmpirun -n N [-hosts a,b:2 | -hostfile f] [-ssh cmd] [-x NAME]... [-prefix] [-timeout d] [-grace d] [-v] program [args...]\n\n"+
+			"Starts N processes of program, on this node or on the hosts given (through ssh),\njoined by fibermpi's bootstrap.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -159,19 +189,45 @@ func Main(args []string) int {
 		fs.Usage()
 		return 2
 	}
+	var hosts []Host
+	var err error
+	switch {
+	case *hostList != "" && *hostfile != "":
+		fmt.Fprintln(os.Stderr, "fmpirun: -hosts and -hostfile together: give one")
+		return 2
+	case *hostList != "":
+		hosts, err = ParseHosts(*hostList)
+	case *hostfile != "":
+		hosts, err = ReadHostfile(*hostfile)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fmpirun: %v\n", err)
+		return 2
+	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	cfg := Config{
 		N: *n, Program: fs.Arg(0), Args: fs.Args()[1:],
 		Stdin: os.Stdin, Prefix: *prefix, Timeout: *timeout, Grace: *grace, Signals: sigs,
+		Hosts: hosts, SSH: strings.Fields(*sshCmd), Forward: forward, Listen: *listen,
 	}
 	if *verbose {
 		cfg.Log = os.Stderr
 	}
-	err := Run(context.Background(), cfg)
+	err = Run(context.Background(), cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "fmpirun: %v\n", err)
 	}
 	return ExitCode(err)
 }
+
+// EnvSSH is the variable fmpirun's -ssh defaults to: the command that
+// starts a process on another host, e.g. "ssh -p 2222 -i key".
+const EnvSSH = "FIBERMPI_SSH"
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }

@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,27 +17,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fibermpi/fibermpi/internal/bootwire"
+	"github.com/fibermpi/fibermpi/internal/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // buffer is an output destination the test can read while the job runs.
-type buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+type buffer struct{ testenv.Buffer }
 
 // waitFor polls until b holds s count times, for at most 30 s.
 func (b *buffer) waitFor(t *testing.T, s string, count int) {

@@ -117,9 +117,11 @@ type Config struct {
 	// Pairs is mbw_mr's number of sender/receiver pairs (-p); zero means
 	// half the ranks.
 	Pairs int
-	// Ranks is the number of ranks of an in-process run of allreduce or
-	// barrier (-n); zero means 2. Point-to-point benchmarks use 2 ranks
-	// (mbw_mr 2·Pairs) and process mode uses the launched processes.
+	// Ranks is the number of ranks of allreduce or barrier (-n): in
+	// process, zero means 2; in process mode, zero means one per process,
+	// and a multiple of the processes makes Ranks/processes endpoints in
+	// each. Point-to-point benchmarks use 2 ranks (mbw_mr 2·Pairs) and, in
+	// process mode, the launched processes.
 	Ranks int
 	// Full prints the minimum and maximum latency and the iterations of
 	// the collectives (-f).

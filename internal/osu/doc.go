@@ -34,7 +34,10 @@
 //
 // Run works in both modes of a fibermpi program. When the process was
 // launched as one of several (endpoint.Init's world has more than one
-// endpoint), each process is a rank, as with mpiexec. Otherwise the ranks
+// endpoint), each process is a rank, as with mpiexec — or, for allreduce
+// and barrier with Ranks a multiple of the processes, each process runs
+// Ranks/processes endpoints (fmpirun -n 2 fmpi-osu allreduce -n 8: 2
+// processes × 4 endpoints, their collectives in two levels). Otherwise the ranks
 // are endpoints of this one process (CreateEndpoints), each run by a fiber
 // (or a goroutine): the embedded default. latency_mt makes two ThreadMultiple
 // endpoints and registers F fibers on each, the same shape as F fibers per

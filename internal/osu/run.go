@@ -23,6 +23,10 @@ type Options struct {
 	// Goroutines runs each caller on a plain goroutine (blocking calls park
 	// it) instead of a fiber (blocking calls yield it).
 	Goroutines bool
+	// CollPath is how the ranks' world runs its collectives (comm.CollAuto:
+	// through memory where ranks share a process; comm.CollMessages:
+	// point-to-point schedules, the contender).
+	CollPath comm.CollPath
 	// Name is printed after the title, where OMB prints its version
 	// ("fibermpi" if empty), with the mode and options.
 	Name string
@@ -37,7 +41,10 @@ type Options struct {
 // It calls endpoint.Init itself, at ThreadMultiple for latency_mt and
 // ThreadSingle otherwise. If the process was launched as one of several
 // (Init's world has more than one endpoint), the ranks are the processes:
-// this one runs its world endpoint. Otherwise it runs every rank here:
+// this one runs its world endpoint — or, for the collectives with Ranks
+// set, Ranks/processes endpoints (CreateEndpoints), each with its own
+// caller, so that the ranks are processes × endpoints. Otherwise it runs
+// every rank here:
 // CreateEndpoints makes the ranks (two; 2·Pairs for mbw_mr; Ranks for the
 // collectives). Each rank has one caller, a fiber (or goroutine) registered
 // with its endpoint; latency_mt has Threads callers per rank, each
@@ -73,6 +80,9 @@ func Run(cfg Config, opts Options, out io.Writer) error {
 	}
 	po := p.Options()
 	note := fmt.Sprintf("(%s; %s; progress %v; eager %d B)", name, mode, po.Progress, po.EagerLimit)
+	if opts.CollPath != comm.CollAuto && cfg.Bench.class() == classColl {
+		note = fmt.Sprintf("(%s; %s; collectives by %v; progress %v; eager %d B)", name, mode, opts.CollPath, po.Progress, po.EagerLimit)
+	}
 
 	total := len(eps) * threads
 	results := make(chan error, total) // never blocks a fiber: one value per caller
@@ -90,7 +100,7 @@ func Run(cfg Config, opts Options, out io.Writer) error {
 						results <- fmt.Errorf("rank %d caller %d: %w", ep.Rank(), k, ErrCancelled)
 					}
 				}()
-				err := runCaller(ep, w, cfg, pairs, k, t, pr, note)
+				err := runCaller(ep, w, cfg, opts.CollPath, pairs, k, t, pr, note)
 				reported = true
 				if err != nil {
 					err = fmt.Errorf("rank %d caller %d: %w", ep.Rank(), k, err)
@@ -142,7 +152,23 @@ func Run(cfg Config, opts Options, out io.Writer) error {
 // the mode.
 func ranks(p *endpoint.Process, cfg Config, opts Options) ([]*endpoint.Endpoint, string, error) {
 	if w := p.World(); w.Size() > 1 {
-		return []*endpoint.Endpoint{w}, fmt.Sprintf("%d processes", w.Size()), nil
+		procs := w.Size()
+		if k := cfg.Ranks; k == 0 || k == procs || cfg.Bench.class() != classColl {
+			return []*endpoint.Endpoint{w}, fmt.Sprintf("%d processes", procs), nil
+		}
+		if cfg.Ranks%procs != 0 {
+			return nil, "", fmt.Errorf("%w: %d ranks do not spread evenly over %d processes", ErrConfig, cfg.Ranks, procs)
+		}
+		// Endpoints: Ranks/procs per process, each run by a caller.
+		eps, err := p.CreateEndpoints(cfg.Ranks / procs)
+		if err != nil {
+			return nil, "", err
+		}
+		kind := "fibers"
+		if opts.Goroutines {
+			kind = "goroutines"
+		}
+		return eps, fmt.Sprintf("%d processes x %d endpoints as %s", procs, len(eps), kind), nil
 	}
 	eps, err := p.CreateEndpoints(cfg.inProcessRanks())
 	if err != nil {
@@ -170,7 +196,7 @@ func ranks(p *endpoint.Process, cfg Config, opts Options) ([]*endpoint.Endpoint,
 
 // runCaller registers w with ep and runs the benchmark as caller k of the
 // rank; the printing caller writes the header first.
-func runCaller(ep *endpoint.Endpoint, w *fiber.Waiter, cfg Config, pairs, k int, t *team, pr *printer, note string) error {
+func runCaller(ep *endpoint.Endpoint, w *fiber.Waiter, cfg Config, path comm.CollPath, pairs, k int, t *team, pr *printer, note string) error {
 	h, err := ep.Register(w)
 	if err != nil {
 		return err
@@ -178,6 +204,9 @@ func runCaller(ep *endpoint.Endpoint, w *fiber.Waiter, cfg Config, pairs, k int,
 	defer h.Unregister()
 	c, err := comm.World[byte](h)
 	if err != nil {
+		return err
+	}
+	if err := c.SetCollPath(path); err != nil {
 		return err
 	}
 	cl, err := newCaller(c, cfg, k, t, pr)
