@@ -1,6 +1,7 @@
 package comm_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -308,4 +309,48 @@ func ExampleWaitSome() {
 		return nil
 	})
 	// Output: [0 1 2]
+}
+
+// RecvContext gives up when its context ends; the receive is withdrawn,
+// so a message that comes later waits for the next receive.
+func ExampleComm_RecvContext() {
+	run(1, func(c *comm.Comm[int]) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		_, err := c.RecvContext(ctx, make([]int, 1), 0, 0) // nobody sends
+		fmt.Println(errors.Is(err, context.DeadlineExceeded))
+		return nil
+	})
+	// Output: true
+}
+
+// ProbeContext waits for a message to size a buffer, up to a deadline.
+func ExampleComm_ProbeContext() {
+	run(2, func(c *comm.Comm[int]) error {
+		if c.Rank() == 1 {
+			return c.Send([]int{1, 2, 3, 4}, 0, 0)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		st, err := c.ProbeContext(ctx, 1, 0)
+		if err != nil {
+			return err
+		}
+		_, err = c.Recv(make([]int, st.Count), 1, 0)
+		fmt.Println(st.Count, err)
+		return nil
+	})
+	// Output: 4 <nil>
+}
+
+// MprobeContext is Mprobe with a deadline; on timeout no message is taken.
+func ExampleComm_MprobeContext() {
+	run(1, func(c *comm.Comm[int]) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		defer cancel()
+		m, _, err := c.MprobeContext(ctx, comm.AnySource, comm.AnyTag)
+		fmt.Println(m == nil, errors.Is(err, context.DeadlineExceeded))
+		return nil
+	})
+	// Output: true true
 }

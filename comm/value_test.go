@@ -192,3 +192,61 @@ func BenchmarkValue(b *testing.B) {
 		})
 	}
 }
+
+// TestContextForms: RecvContext, ProbeContext and MprobeContext return the
+// context's error when nothing comes, leave no receive posted (a later
+// message goes to a later Recv) and work when a message does come.
+func TestContextForms(t *testing.T) {
+	for _, run := range []struct {
+		name string
+		fn   func(endpoint.ThreadLevel, endpoint.Options, int, func(*endpoint.Endpoint) error) error
+	}{{"fibers", endpoint.RunWith}, {"goroutines", endpoint.RunGoroutinesWith}} {
+		t.Run(run.name, func(t *testing.T) {
+			err := run.fn(endpoint.ThreadSingle, endpoint.Options{}, 2, func(ep *endpoint.Endpoint) error {
+				c, err := comm.World[int](ep)
+				if err != nil {
+					return err
+				}
+				if c.Rank() == 1 {
+					if _, err := c.Recv(nil, 0, 9); err != nil { // go-ahead
+						return err
+					}
+					return c.Send([]int{5}, 0, 1)
+				}
+				short := func() (context.Context, context.CancelFunc) {
+					return context.WithTimeout(context.Background(), 5*time.Millisecond)
+				}
+				ctx, cancel := short()
+				defer cancel()
+				buf := []int{0}
+				if _, err := c.RecvContext(ctx, buf, 1, 1); !errors.Is(err, context.DeadlineExceeded) {
+					return fmt.Errorf("RecvContext: %v", err)
+				}
+				ctx, cancel = short()
+				defer cancel()
+				if _, err := c.ProbeContext(ctx, 1, 1); !errors.Is(err, context.DeadlineExceeded) {
+					return fmt.Errorf("ProbeContext: %v", err)
+				}
+				ctx, cancel = short()
+				defer cancel()
+				if _, _, err := c.MprobeContext(ctx, 1, 1); !errors.Is(err, context.DeadlineExceeded) {
+					return fmt.Errorf("MprobeContext: %v", err)
+				}
+				if err := c.Send(nil, 1, 9); err != nil {
+					return err
+				}
+				if st, err := c.ProbeContext(context.Background(), 1, 1); err != nil || st.Count != 1 {
+					return fmt.Errorf("ProbeContext with a message: %+v %v", st, err)
+				}
+				st, err := c.RecvContext(context.Background(), buf, 1, 1) // not taken by the withdrawn ones
+				if err != nil || buf[0] != 5 || st.Source != 1 {
+					return fmt.Errorf("RecvContext with a message: %+v %v %v", st, err, buf)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
