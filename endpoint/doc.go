@@ -87,6 +87,15 @@
 // its worker that way for Options.Watch.Stuck is reported once, with its
 // rank, its stack and the fix (a *StuckReport).
 //
+// # Environment
+//
+// The options a user sets at launch have environment variables, which fill
+// the Options fields a program leaves at zero: FIBERMPI_WORKERS,
+// FIBERMPI_EAGER_LIMIT, FIBERMPI_PROGRESS and FIBERMPI_PIN (EnvWorkers ...
+// EnvPin), besides FIBERMPI_TRANSPORT and FIBERMPI_TRACE. Init rejects a
+// bad value with an *EnvError naming the variable. The table of every
+// FIBERMPI_ variable is doc/ENVIRONMENT.md in the repository.
+//
 // # Requests and statuses: this is the low-level shape
 //
 // This package's Request and Status are the byte-level ones, for layers
