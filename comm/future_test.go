@@ -48,7 +48,7 @@ func TestCollDoneSelect(t *testing.T) {
 							return errors.New("Allreduce's Done not closed after a minute")
 						}
 					}
-					if q.Done() != q.Done() {
+					if d := q.Done(); d != q.Done() {
 						return errors.New("Done returned different channels")
 					}
 					if ok, err := q.Test(); !ok || err != nil {

@@ -558,47 +558,93 @@ func TestOpenMPIRefused(t *testing.T) {
 	}
 }
 
+// buildExample builds the example program pkg (a directory of examples/)
+// into a temporary directory and returns its path.
+func buildExample(t *testing.T, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), pkg)
+	build := exec.Command("go", "build", "-o", bin, "github.com/fibermpi/fibermpi/examples/"+pkg)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runUnder runs n processes of bin args under l, bounded by jobWait, and
+// returns their combined output. Under torchrun's variables the test
+// starts the processes itself.
+func runUnder(t *testing.T, l launcher, n int, bin string, args ...string) ([]byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), jobWait)
+	defer cancel()
+	if l.kind != "" {
+		argv := l.command(n, bin, args...)
+		c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		c.Env = append(os.Environ(), l.env...)
+		return c.CombinedOutput()
+	}
+	port := freePort(t)
+	var wg sync.WaitGroup
+	outs := make([][]byte, n)
+	errs := make([]error, n)
+	for r := range n {
+		c := exec.CommandContext(ctx, bin, args...)
+		c.Env = append(os.Environ(), "RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n),
+			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port-1))
+		wg.Go(func() { outs[r], errs[r] = c.CombinedOutput() })
+	}
+	wg.Wait()
+	return bytes.Join(outs, nil), errors.Join(errs...)
+}
+
 // TestHello runs examples/hello, unchanged, under each launcher.
 func TestHello(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode: builds examples/hello")
 	}
-	bin := filepath.Join(t.TempDir(), "hello")
-	build := exec.Command("go", "build", "-o", bin, "github.com/fibermpi/fibermpi/examples/hello")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildExample(t, "hello")
 	for _, l := range launchers {
 		t.Run(l.label(), func(t *testing.T) {
 			skipMissing(t, l)
-			const n = 3
-			ctx, cancel := context.WithTimeout(context.Background(), jobWait)
-			defer cancel()
-			var out []byte
-			var err error
-			if l.kind == "" {
-				port := freePort(t)
-				var wg sync.WaitGroup
-				outs := make([][]byte, n)
-				errs := make([]error, n)
-				for r := range n {
-					c := exec.CommandContext(ctx, bin)
-					c.Env = append(os.Environ(), "RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n),
-						"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port-1))
-					wg.Go(func() { outs[r], errs[r] = c.CombinedOutput() })
-				}
-				wg.Wait()
-				out, err = bytes.Join(outs, nil), errors.Join(errs...)
-			} else {
-				argv := l.command(n, bin)
-				c := exec.CommandContext(ctx, argv[0], argv[1:]...)
-				c.Env = append(os.Environ(), l.env...)
-				out, err = c.CombinedOutput()
-			}
+			out, err := runUnder(t, l, 3, bin)
 			if err != nil || !strings.Contains(string(out), "hello from 3 processes") || !strings.Contains(string(out), "came back as 3") {
 				t.Fatalf("%v; output:\n%s", err, out)
 			}
 		})
+	}
+}
+
+// TestRedBlack runs examples/redblack, unchanged, under each launcher on
+// 2 and 4 processes: the mpi and hybrid variants, one stripe per process,
+// whose grids process 0 gathers and checks bit for bit against its own
+// sequential run (the program prints "identical" or "DIFFERS").
+func TestRedBlack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode: builds examples/redblack")
+	}
+	bin := buildExample(t, "redblack")
+	for _, l := range launchers {
+		for _, n := range []int{2, 4} {
+			t.Run(fmt.Sprintf("%s/n=%d", l.label(), n), func(t *testing.T) {
+				skipMissing(t, l)
+				out, err := runUnder(t, l, n, bin, "-variant", "mpi,hybrid", "-n", "33", "-iters", "6",
+					"-threads", "2", "-endpoints", "2", "-workers", "2")
+				if err != nil {
+					t.Fatalf("%v; output:\n%s", err, out)
+				}
+				for _, v := range []string{"mpi", "hybrid"} {
+					if c := regexp.MustCompile(`(?m)^`+v+` .*identical`).FindAll(out, -1); len(c) != 1 {
+						t.Errorf("%d lines saying %s is identical to seq, want 1; output:\n%s", len(c), v, out)
+					}
+				}
+				if strings.Contains(string(out), "DIFFERS") {
+					t.Errorf("a grid differs from seq:\n%s", out)
+				}
+				if want := fmt.Sprintf("process 0 of %d", n); !strings.Contains(string(out), want) {
+					t.Errorf("no %q in the output:\n%s", want, out)
+				}
+			})
+		}
 	}
 }
 

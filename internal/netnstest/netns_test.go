@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -294,4 +296,42 @@ func child() (err error) {
 	}
 	fmt.Printf("netnstest: rank %d ok on %s, %s, peers %s\n", me, host, time.Now().Format("15:04:05"), strings.Join(used, " "))
 	return nil
+}
+
+// TestRedBlackAcrossNodes runs examples/redblack's message-passing
+// variants across the namespaces, 2 processes a node (shared memory inside
+// a node, TCP between): process 0 gathers the stripes and checks the grid
+// bit for bit against its own sequential run.
+func TestRedBlackAcrossNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode: builds examples/redblack")
+	}
+	bin := filepath.Join(t.TempDir(), "redblack")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/fibermpi/fibermpi/examples/redblack").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := []string{bin, "-variant", "mpi,hybrid,funneled", "-n", "41", "-iters", "8",
+		"-threads", "2", "-endpoints", "2", "-workers", "2"}
+	var opts fmpitest.Options
+	n, err := makeNetns(t, false)
+	if err != nil {
+		fmt.Printf("netnstest: no network namespaces (%v): every process on loopback, all pairs over TCP\n", err)
+		t.Logf("no network namespaces (%v): every process on loopback, all pairs over TCP", err)
+		opts.Env = []string{"FIBERMPI_TRANSPORT=tcp"}
+	} else {
+		cmd = append([]string{"sh", "-c", n.wrapper(), "sh"}, cmd...)
+	}
+	out, err := fmpitest.Start(t, procs, opts, cmd...).Wait()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, v := range []string{"mpi", "hybrid", "funneled"} {
+		if c := regexp.MustCompile(`(?m)^`+v+` .*identical`).FindAllString(out, -1); len(c) != 1 {
+			t.Errorf("%d lines saying %s is identical to seq, want 1:\n%s", len(c), v, out)
+		}
+	}
+	if strings.Contains(out, "DIFFERS") || !strings.Contains(out, fmt.Sprintf("process 0 of %d", procs)) {
+		t.Errorf("output:\n%s", out)
+	}
+	t.Logf("\n%s", out)
 }

@@ -16,6 +16,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -69,19 +70,24 @@ func main() {
 // with an Example and those without, as "F" or "T.M".
 func count(dir string) (have, without []string, err error) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, nil, parser.ParseComments)
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	var files []*ast.File
 	var name string
-	for n, p := range pkgs {
-		if !strings.HasSuffix(n, "_test") {
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.ParseComments)
+		if err != nil {
+			return nil, nil, err
+		}
+		if n := f.Name.Name; !strings.HasSuffix(n, "_test") {
 			name = n
 		}
-		for _, f := range p.Files {
-			files = append(files, f)
-		}
+		files = append(files, f)
 	}
 	d, err := doc.NewFromFiles(fset, files, "example.com/"+name)
 	if err != nil {
