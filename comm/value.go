@@ -168,9 +168,6 @@ func IrecvValue[T, V any](c *Comm[T], ptr *V, src, tag int) (*ValueRequest[V], e
 	if c.freed() {
 		return nil, ErrFreed
 	}
-	if _, _, err := c.ep.Improbe(c.c, endpoint.ProcNull, AnyTag); err != nil { // checks the caller
-		return nil, err
-	}
 	q := &ValueRequest[V]{w: c.ep.Waiter(), progress: c.ep.Progress}
 	q.try = func() (bool, error) {
 		m, ok, err := c.ep.Improbe(c.c, src, tag)
