@@ -17,6 +17,10 @@
 #   make test-launch the launcher tests under mpiexec.hydra, srun (a one-node
 #                    Slurm started for them) and torchrun's variables;
 #                    installs MPICH, Slurm and munge when missing (root)
+#   make test-mpi    the MPI transport (build tag mpi, cgo) over MPICH and Open
+#                    MPI: conformance suite, red-black mpi/hybrid under
+#                    mpiexec.mpich and mpirun.openmpi -n 2..4, fmpi-osu smoke;
+#                    installs libmpich-dev and libopenmpi-dev when missing (root)
 #   make redblack-c  the C reference of examples/redblack (gcc, mpicc.mpich,
 #                    mpicc.openmpi) into bench/redblack-c/bin
 #   make bench-redblack  Go red-black variants vs the C reference, RBROUNDS (5)
@@ -35,11 +39,16 @@ COUNT     ?= 6
 RACEFLAGS ?= -race
 
 .PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools modverify staticcheck vulncheck docs docs-check \
-	bench-mpi bench-mpi-quick bench-mpi-tcp bench-coll8 test-launch redblack-c bench-redblack
+	bench-mpi bench-mpi-quick bench-mpi-tcp bench-coll8 test-launch test-mpi nocgo redblack-c bench-redblack
 
 all: test
 
-test: vet fmtcheck unit invariants
+test: vet fmtcheck nocgo unit invariants
+
+# The default build needs no C compiler: the MPI transport is behind the
+# build tag mpi.
+nocgo:
+	CGO_ENABLED=0 $(GO) build ./...
 
 vet:
 	$(GO) vet $(PKGS)
@@ -112,6 +121,9 @@ bench-coll8:
 # cannot start), stops the cluster. See scripts/engines.sh.
 test-launch:
 	GO=$(GO) ./scripts/engines.sh test
+
+test-mpi:
+	GO=$(GO) ./scripts/test-mpi.sh
 
 redblack-c:
 	$(MAKE) -C bench/redblack-c

@@ -18,7 +18,11 @@ import (
 // Environment variables read by connect.
 const (
 	// EnvTransport = "tcp" makes every pair of processes use TCP, those
-	// of one node too (Options.ForceTCP), for tests and comparisons.
+	// of one node too (Options.ForceTCP), for tests and comparisons. In
+	// a build with the tag mpi, under the MPI bootstrap, "mpi" makes the
+	// MPI transport carry the pairs of one node too (by default they use
+	// shared memory, measured faster there, and MPI carries the pairs
+	// across nodes), and "shm" keeps the default.
 	EnvTransport = "FIBERMPI_TRANSPORT"
 	// EnvTCPListen is the host:port the TCP transport listens on (its
 	// address on the network between the nodes, e.g. "10.0.0.1:0"); the
@@ -74,18 +78,33 @@ func (p *Process) connect() (rdma.Transport, error) {
 		}
 		p.watchNode(peers)
 		forceTCP := p.opts.ForceTCP || os.Getenv(EnvTransport) == "tcp"
+		// Under the MPI bootstrap (a build with the tag mpi), the site's
+		// MPI carries what TCP would, and with FIBERMPI_TRANSPORT=mpi
+		// the pairs of one node too.
+		useMPI := mpiBuilt && !forceTCP && p.boot.Name() == "mpi"
+		mpiEverywhere := useMPI && os.Getenv(EnvTransport) == "mpi"
 		// Every process decides alike whether anyone needs TCP (the
 		// hosts are the same list everywhere), since tcp.New is
 		// collective.
 		oneNode := true
-		for _, h := range hosts {
+		for q, h := range hosts {
 			oneNode = oneNode && h == hosts[0]
+			if h == hosts[p.rank] {
+				if q < p.rank {
+					p.nodeRank++
+				}
+				p.nodeProcs++
+				// Processes simulated in one OS process (tests) share
+				// its threads: binding one would bind them all.
+				me := peers[p.rank]
+				p.sharedOS = p.sharedOS || (q != p.rank && me.pid != 0 && peers[q].pid == me.pid && peers[q].pidns == me.pidns)
+			}
 		}
 		var same, viaTCP []int
 		for q, h := range hosts {
 			switch {
 			case q == p.rank:
-			case h == hosts[p.rank] && !forceTCP:
+			case h == hosts[p.rank] && !forceTCP && !mpiEverywhere:
 				same = append(same, q)
 			default:
 				viaTCP = append(viaTCP, q)
@@ -100,7 +119,20 @@ func (p *Process) connect() (rdma.Transport, error) {
 		for _, q := range same {
 			byProc[q] = tr
 		}
-		if forceTCP || !oneNode {
+		if useMPI {
+			// Collective (like tcp.New): every process makes it.
+			mt, err := p.newMPI(viaTCP)
+			if err != nil {
+				_ = tr.Close()
+				return nil, fmt.Errorf("%w: mpi: %w", ErrJob, err)
+			}
+			for _, q := range viaTCP {
+				byProc[q] = mt
+			}
+			if len(viaTCP) == 0 {
+				_ = mt.Close()
+			}
+		} else if forceTCP || !oneNode {
 			listen := os.Getenv(EnvTCPListen)
 			if listen == "" && !oneNode {
 				listen = "0.0.0.0:0"

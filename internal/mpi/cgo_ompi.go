@@ -1,0 +1,6 @@
+//go:build mpi && ompi && !mpi_nopkgconfig
+
+package mpi
+
+// #cgo pkg-config: ompi
+import "C"

@@ -1,0 +1,129 @@
+//go:build mpi
+
+package mpi
+
+import (
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/fibermpi/fibermpi/packet"
+	"github.com/fibermpi/fibermpi/rdma"
+)
+
+// Defaults of Config.
+const (
+	// DefaultRing is the number of receives each transport keeps posted.
+	DefaultRing = 64
+	// DefaultMaxQueue is how many sends may be in flight (started, not
+	// completed by MPI) before Send returns rdma.ErrAgain.
+	DefaultMaxQueue = 1024
+)
+
+// Config describes a transport. Exchange and Layout are required; every
+// other zero field takes its default.
+type Config struct {
+	// Exchange is the job's bootstrap: New publishes this transport's
+	// place in MPI_COMM_WORLD (rank and lane) under "fibermpi/mpi" and
+	// fences once. Every process of the job must be a process of the same
+	// MPI_COMM_WORLD.
+	Exchange rdma.Exchange
+	// Layout maps every address of the job to its process; it may grow
+	// while the transport runs.
+	Layout *rdma.Layout
+	// Peers are the processes this transport reaches; sends to others fail
+	// with rdma.ErrNoPeer. Every process must list the processes that list
+	// it.
+	Peers []int
+	// Pool is the process's packet pool, the pool of packets sent before
+	// any Bind and of arrivals for an address not bound. It may be nil if
+	// every sender binds first.
+	Pool *packet.Pool
+	// PayloadSize is the largest packet payload, the same at every
+	// process (New checks); 0 means Pool's, or packet.DefaultPayloadSize.
+	PayloadSize int
+	// Ring is the number of receives kept posted; 0 means DefaultRing.
+	Ring int
+	// MaxQueue bounds the sends in flight; 0 means DefaultMaxQueue.
+	MaxQueue int
+	// Logf logs what the transport drops (malformed messages) and lost
+	// peers; nil means log.Printf.
+	Logf func(format string, args ...any)
+}
+
+// ErrInvalidConfig is returned (wrapped) by New for a Config that cannot
+// work.
+var ErrInvalidConfig = errors.New("mpi: invalid config")
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+}
+
+func (c Config) withDefaults() Config {
+	if c.PayloadSize == 0 {
+		if c.Pool != nil {
+			c.PayloadSize = c.Pool.PayloadSize()
+		} else {
+			c.PayloadSize = packet.DefaultPayloadSize
+		}
+	}
+	if c.Ring == 0 {
+		c.Ring = DefaultRing
+	}
+	if c.MaxQueue == 0 {
+		c.MaxQueue = DefaultMaxQueue
+	}
+	if c.Logf == nil {
+		c.Logf = log.Printf
+	}
+	return c
+}
+
+// Validate reports whether c (with defaults) can make a transport.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.Exchange == nil {
+		return invalid("no Exchange")
+	}
+	if c.Layout == nil {
+		return invalid("no Layout")
+	}
+	size, rank := c.Exchange.Size(), c.Exchange.Rank()
+	if c.Layout.Procs() != size {
+		return invalid("the Layout has %d processes, the Exchange %d", c.Layout.Procs(), size)
+	}
+	if rank < 0 || rank >= size {
+		return invalid("rank %d of %d", rank, size)
+	}
+	seen := make(map[int]bool, len(c.Peers))
+	for _, p := range c.Peers {
+		switch {
+		case p < 0 || p >= size:
+			return invalid("peer %d outside the job's %d processes", p, size)
+		case p == rank:
+			return invalid("peer %d is this process", p)
+		case seen[p]:
+			return invalid("peer %d listed twice", p)
+		}
+		seen[p] = true
+	}
+	if c.PayloadSize <= 0 || c.PayloadSize > packet.MaxPayloadSize {
+		return invalid("PayloadSize %d", c.PayloadSize)
+	}
+	if c.Pool != nil && c.Pool.PayloadSize() < c.PayloadSize {
+		return invalid("the Pool's payloads (%d bytes) are smaller than PayloadSize %d", c.Pool.PayloadSize(), c.PayloadSize)
+	}
+	if c.Ring < 1 || c.Ring > 1<<16 {
+		return invalid("Ring %d (1 to 65536)", c.Ring)
+	}
+	if c.MaxQueue < 1 {
+		return invalid("MaxQueue %d", c.MaxQueue)
+	}
+	return nil
+}
+
+// String prints the effective configuration.
+func (c Config) String() string {
+	c = c.withDefaults()
+	return fmt.Sprintf("mpi.Config{Peers: %v, PayloadSize: %d, Ring: %d, MaxQueue: %d}", c.Peers, c.PayloadSize, c.Ring, c.MaxQueue)
+}

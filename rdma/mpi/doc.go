@@ -1,0 +1,87 @@
+// Package mpi is the rdma.Transport over a production MPI (MPICH, Open MPI;
+// UCX or libfabric underneath), in builds with the tag mpi (cgo; see
+// internal/mpi for -tags mpi,ompi and mpi_nopkgconfig). Without the tag the
+// package is empty: the default build needs no C compiler. Under an MPI
+// launcher the bootstrap is MPI itself (package bootstrap, backend "mpi"),
+// and endpoint.Init routes the pairs of processes on different nodes here;
+// FIBERMPI_TRANSPORT=mpi routes every pair here (by default the pairs of
+// one node use rdma/shm).
+//
+// # Threads
+//
+// MPI runs at MPI_THREAD_SERIALIZED: initialized and finalized on one
+// locked OS thread, and called by whichever worker or goroutine polls,
+// under one lock (internal/mpi says why not FUNNELED). Fibers never block
+// in C: every MPI call here is nonblocking, and waits test with the lock
+// released between tests.
+//
+// # Messages
+//
+// Each transport posts Config.Ring receives from MPI_ANY_SOURCE on its
+// control tag into C buffers (a ring); messages of one source complete in
+// ring order, and the ring is consumed in order, so packets between a pair
+// arrive in send order. A packet is one message: a 64-byte head (kind,
+// the destination's generation and address, the packet header) and the
+// payload, copied by one cgo call into a send buffer and sent with
+// MPI_Isend; Send returns the packet to its pool at once. A hot operation
+// is one cgo call (Send; a Progress with nothing new).
+//
+// Put and Get are MPI point-to-point on the owner's (Put) or caller's
+// (Get) data tag, straight from and into the pinned Go buffers: a Put
+// sends its head on the control tag and the bytes on the data tag, the
+// owner receives them into the registration and answers; a Get asks, the
+// owner answers and sends the bytes. Heads and bytes pair up because a
+// process sends each pair under the lock and MPI keeps the order of one
+// source and tag. MPI-3 RMA (a dynamic window, MPI_Put/MPI_Get with
+// passive target) was not built: measuring it against point-to-point is
+// still to do.
+//
+// # Lanes
+//
+// Several transports of one process (the tests) each get a lane: control
+// tag 2·lane, data tag 2·lane+1. A closed transport's ring keeps its
+// receives posted (cancelling them was unsafe on MPICH 4.0.2) and passes
+// with its lane to the next transport the process makes, with a new
+// generation: messages for an earlier generation are dropped.
+//
+// # Offloading matching to MPI (a design note)
+//
+// Today MPI matches only fibermpi's own tags (one ring per transport);
+// fibermpi's matching table does the real matching. The next step, for
+// hardware tag matching (UCX on InfiniBand, Slingshot's and Omni-Path's
+// NICs), is to post the application's receives as MPI receives: one MPI
+// communicator per fibermpi endpoint (MPI_Comm_dup'd per endpoint, so that
+// an endpoint's receives never match another's), the fibermpi
+// (communicator context, tag) folded into the MPI tag, the source endpoint
+// mapped to the owner's rank plus a field of the tag. What that costs:
+//
+//   - Wildcards: AnySource over endpoints becomes MPI_ANY_SOURCE on the
+//     endpoint's communicator, fine; but AnyTag cannot be expressed once
+//     the context id and the source endpoint share the tag bits, and a
+//     receive that names an endpoint of a process with several endpoints
+//     needs the tag to carry it, halving the tag space again. MPI_TAG_UB
+//     is 2^28−1 on MPICH here (2^31−1 on Open MPI): 16 bits of context and
+//     12 of source endpoint leave nothing for the user's tag.
+//   - Endpoints: a communicator per endpoint means MPI_Comm_dup per
+//     CreateEndpoints (collective, 10–100 µs each) and per-communicator
+//     state in MPI (and in the NIC's matching lists, which are small).
+//   - Fibers: a posted MPI receive completes only when someone tests it,
+//     so a blocked fiber's wake-up would depend on a poll over every
+//     posted request (MPI_Testsome over thousands), instead of one signal
+//     from the matching table.
+//   - Ordering with shared memory: a job mixing rdma/shm and MPI would
+//     match in two places; non-overtaking across them needs sequence
+//     numbers the MPI side does not have.
+//
+// So offload pays when receives name their source and tag, endpoints are
+// few and long-lived, and wildcards are rare — the case MPI 4.0's
+// mpi_assert_no_any_source / no_any_tag hints describe; fibermpi's
+// match.Config has the same hints, which could select it per
+// communicator.
+//
+// # Errors
+//
+// MPI runs with MPI_ERRORS_RETURN; a failed call is an error matching
+// ErrMPI with MPI_Error_string's text. A process that dies ends the job
+// through the MPI launcher (MPI reports no failure of a peer itself).
+package mpi

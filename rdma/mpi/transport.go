@@ -1,0 +1,1323 @@
+//go:build mpi
+
+package mpi
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	cmpi "github.com/fibermpi/fibermpi/internal/mpi"
+	"github.com/fibermpi/fibermpi/packet"
+	"github.com/fibermpi/fibermpi/rdma"
+)
+
+// Errors of this package (besides rdma's and ErrInvalidConfig). A failed
+// MPI call returns an error matching ErrMPI, with MPI's error string.
+var (
+	// ErrMPI is matched by every error an MPI call returned.
+	ErrMPI = cmpi.ErrMPI
+	// ErrPeerClosed is returned (in a *PeerError) for calls towards a
+	// peer that closed its transport. It matches rdma.ErrNoPeer.
+	ErrPeerClosed = fmt.Errorf("mpi: peer process closed its transport (%w)", rdma.ErrNoPeer)
+	// ErrForeignPacket is returned by Send for a packet of a pool the
+	// transport does not know (neither Config.Pool nor bound).
+	ErrForeignPacket = errors.New("mpi: packet of a pool not given to the transport")
+	// ErrTooLong is returned by Send for a packet longer than
+	// Config.PayloadSize.
+	ErrTooLong = errors.New("mpi: packet longer than the configured payload size")
+	// ErrWorld is returned (wrapped) by New when the job's processes are
+	// not the processes of one MPI_COMM_WORLD (a launcher other than the
+	// MPI's own, or a job larger than the world).
+	ErrWorld = errors.New("mpi: the job is not this MPI_COMM_WORLD")
+)
+
+// PeerError names the peer process an error is about.
+type PeerError struct {
+	Rank int
+	Err  error
+}
+
+func (e *PeerError) Error() string { return fmt.Sprintf("mpi: process %d: %v", e.Rank, e.Err) }
+
+// Unwrap returns Err.
+func (e *PeerError) Unwrap() error { return e.Err }
+
+// place is where a process's transport receives: its rank in fibermpi's
+// communicator, its lane (control tag 2·lane, data tag 2·lane+1) and its
+// generation, which every message to it carries: a lane's ring passes to
+// the next transport made in the process when one closes, and messages
+// meant for an earlier generation are dropped.
+type place struct {
+	rank, lane int
+	gen        uint32
+}
+
+func (p place) ctrlTag() int { return 2 * p.lane }
+func (p place) dataTag() int { return 2*p.lane + 1 }
+
+// Lanes and generations of this process's transports. A closed
+// transport's ring (its receives stay posted: internal/mpi's fmpi.h says
+// why none is cancelled) waits in spare for the next transport with the
+// same shape, which takes its lane with a new generation.
+var (
+	laneMu sync.Mutex
+	lanes  int
+	gens   uint32
+	spare  []spareRing
+)
+
+type spareRing struct {
+	ring       *cmpi.Ring
+	lane, n, s int
+}
+
+// takeLane returns a spare ring of n slots of s bytes and its lane, or a
+// new lane (ring nil), with a fresh generation (24 bits, never 0).
+func takeLane(n, s int) (*cmpi.Ring, int, uint32) {
+	laneMu.Lock()
+	defer laneMu.Unlock()
+	gens = gens%(1<<24-1) + 1
+	for i, sp := range spare {
+		if sp.n == n && sp.s == s {
+			spare = slices.Delete(spare, i, i+1)
+			return sp.ring, sp.lane, gens
+		}
+	}
+	lanes++
+	return nil, lanes - 1, gens
+}
+
+func giveLane(r *cmpi.Ring, lane, n, s int) {
+	laneMu.Lock()
+	spare = append(spare, spareRing{ring: r, lane: lane, n: n, s: s})
+	laneMu.Unlock()
+}
+
+const (
+	chunkBits = 10
+	chunkSize = 1 << chunkBits
+)
+
+type binding struct {
+	r    rdma.Receiver
+	pool *packet.Pool
+}
+
+type bindChunk [chunkSize]atomic.Pointer[binding]
+type boundChunk [chunkSize]atomic.Bool
+
+// region is a registration.
+type region struct {
+	buf  []byte
+	tag  uint64
+	pin  *runtime.Pinner // nil for an adopted region (its owner pins it)
+	busy int             // transfers in flight into or out of it, under the MPI lock
+	gone bool            // deregistered while busy: unpin when busy drops to 0
+}
+
+// waiter is a call of this process waiting for a peer's answer: a Bind,
+// Unbind, Put or Get.
+type waiter struct {
+	proc  int
+	code  uint32
+	acked bool // the answer came (under the MPI lock)
+	left  int  // data transfers of the call still in flight (under the MPI lock)
+	dst   []byte
+	err   error
+	done  atomic.Bool // acked and left == 0, or failed
+}
+
+// op is one MPI request of a data transfer in flight.
+type op struct {
+	w    *waiter // the local call it belongs to, or nil
+	reg  *region // the registration it reads or writes, or nil
+	ack  *ctl    // the answer to send when the last request of the transfer completes
+	to   place
+	last bool     // the transfer's last request
+	junk *discard // where a refused Put's bytes go
+}
+
+// discard is a pinned buffer that takes the bytes of a refused Put.
+type discard struct {
+	buf  []byte
+	pin  runtime.Pinner
+	left int // receives into it still in flight
+}
+
+func newDiscard(n, receives int) *discard {
+	d := &discard{buf: make([]byte, n), left: receives}
+	d.pin.Pin(&d.buf[0])
+	return d
+}
+
+func (d *discard) done() {
+	if d.left--; d.left == 0 {
+		d.pin.Unpin()
+	}
+}
+
+// arrival is a packet built from a message, waiting for delivery; raw
+// holds the message instead when no packet was free for it then.
+type arrival struct {
+	to  rdma.Addr
+	pk  *packet.Packet
+	raw []byte
+}
+
+// Transport is the MPI transport of one process. Make it with New. All
+// methods may be called from any goroutine at once. Send never blocks;
+// Bind, Unbind, Put and Get park the calling goroutine (between polls of
+// MPI) until the peers answer, which they do from their progress or their
+// transport's poller, with no call of their user code.
+type Transport struct {
+	rank    int
+	layout  *rdma.Layout
+	cfg     Config
+	comm    cmpi.Comm
+	me      place
+	places  []place // by process, for this one and its peers
+	isPeer  []bool  // by process
+	closedP []atomic.Bool
+	list    []int // the peers
+
+	// Under the MPI lock (cmpi.Lock).
+	ring   *cmpi.Ring
+	sendq  *cmpi.SendQ
+	waits  map[uint64]*waiter
+	nextID uint64
+	ops    []op
+	reqs   []cmpi.Request
+	idx    []int32
+
+	mu     sync.Mutex // Bind, Unbind, Close
+	dir    atomic.Pointer[[]*bindChunk]
+	rmu    sync.Mutex // writers of rdir
+	rdir   atomic.Pointer[[]*boundChunk]
+	pools  atomic.Pointer[[]*packet.Pool]
+	closed atomic.Bool
+
+	// dmu orders deliveries: it is held while arrivals are taken from the
+	// inbox and delivered.
+	dmu     sync.Mutex
+	imu     sync.Mutex // inbox, held
+	inbox   []arrival
+	held    map[rdma.Addr][]*packet.Packet // arrivals for an unbound address, in order
+	release []arrival                      // held arrivals of an address bound again
+
+	regMu   sync.Mutex
+	regs    map[uint32]*region
+	nextKey uint32
+	tagBase uint64
+
+	polls atomic.Uint64 // Progress calls, watched by the poller
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+var (
+	_ rdma.Transport = (*Transport)(nil)
+	_ rdma.Sleeper   = (*Transport)(nil)
+)
+
+const exchangeKey = "fibermpi/mpi"
+
+// New makes this process's transport. It is collective: every process of
+// the job calls it (one without peers too), since it fences the Exchange
+// once. It initializes MPI if nothing did (cmpi.Init: MPI_Init_thread at
+// MPI_THREAD_SERIALIZED, collective over MPI_COMM_WORLD), posts Config.Ring
+// receives, publishes this transport's place and reads its peers'. It
+// parks the calling goroutine until then.
+func New(cfg Config) (*Transport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	cfg.Peers = slices.Clone(cfg.Peers)
+	ex := cfg.Exchange
+	world, ierr := cmpi.Init()
+	slot := headSize + cfg.PayloadSize
+	ring, lane, gen := takeLane(cfg.Ring, slot)
+	rec := make([]byte, 20)
+	if ierr == nil {
+		binary.LittleEndian.PutUint32(rec[0:], uint32(world.Rank))
+		binary.LittleEndian.PutUint32(rec[4:], uint32(lane))
+		binary.LittleEndian.PutUint32(rec[8:], uint32(world.Size))
+		binary.LittleEndian.PutUint32(rec[12:], uint32(cfg.PayloadSize))
+		binary.LittleEndian.PutUint32(rec[16:], gen)
+	}
+	// Take part in the fence whatever happened, so the others return.
+	perr := ex.Put(exchangeKey, rec)
+	ferr := ex.Fence()
+	switch {
+	case ierr != nil:
+		return nil, fmt.Errorf("mpi: initializing MPI: %w", ierr)
+	case perr != nil:
+		return nil, fmt.Errorf("mpi: publishing this transport's place: %w", perr)
+	case ferr != nil:
+		return nil, fmt.Errorf("mpi: fence: %w", ferr)
+	}
+	if 2*lane+1 > world.TagUB {
+		return nil, fmt.Errorf("mpi: %d transports made in this process exceed MPI_TAG_UB %d", lane+1, world.TagUB)
+	}
+	t := &Transport{
+		rank: ex.Rank(), layout: cfg.Layout, cfg: cfg, comm: world.Comm,
+		me:     place{rank: world.Rank, lane: lane, gen: gen},
+		places: make([]place, ex.Size()), isPeer: make([]bool, ex.Size()), closedP: make([]atomic.Bool, ex.Size()),
+		list: cfg.Peers, waits: make(map[uint64]*waiter), held: make(map[rdma.Addr][]*packet.Packet),
+		regs: make(map[uint32]*region), stop: make(chan struct{}),
+	}
+	t.tagBase = uint64(time.Now().UnixNano())*0x9e3779b97f4a7c15 ^ uint64(lane)<<32
+	t.places[t.rank] = t.me
+	for _, p := range cfg.Peers {
+		b, err := ex.Get(p, exchangeKey)
+		if err != nil || len(b) != 20 {
+			return nil, &PeerError{Rank: p, Err: fmt.Errorf("%w: no place published (%v)", ErrWorld, err)}
+		}
+		le := binary.LittleEndian
+		pl := place{rank: int(le.Uint32(b[0:])), lane: int(le.Uint32(b[4:])), gen: le.Uint32(b[16:])}
+		if size := int(le.Uint32(b[8:])); size != world.Size || pl.rank >= size {
+			return nil, &PeerError{Rank: p, Err: fmt.Errorf("%w: its MPI_COMM_WORLD has %d processes, this one's %d", ErrWorld, size, world.Size)}
+		}
+		if ps := int(le.Uint32(b[12:])); ps != cfg.PayloadSize {
+			return nil, &PeerError{Rank: p, Err: fmt.Errorf("%w: payload size %d, this process's %d", ErrInvalidConfig, ps, cfg.PayloadSize)}
+		}
+		t.places[p] = pl
+		t.isPeer[p] = true
+	}
+	t.dir.Store(new([]*bindChunk))
+	t.rdir.Store(new([]*boundChunk))
+	pools := []*packet.Pool{}
+	if cfg.Pool != nil {
+		pools = append(pools, cfg.Pool)
+	}
+	t.pools.Store(&pools)
+	cmpi.Lock()
+	var err error
+	if ring == nil {
+		ring, err = cmpi.NewRing(t.comm, t.me.ctrlTag(), cfg.Ring, slot)
+	}
+	if err == nil {
+		t.ring = ring
+		t.sendq, err = cmpi.NewSendQ(t.comm, slot)
+		if err != nil {
+			giveLane(ring, lane, cfg.Ring, slot)
+		}
+	}
+	cmpi.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("mpi: %w", err)
+	}
+	t.wg.Go(t.poller)
+	return t, nil
+}
+
+// Name returns "mpi".
+func (t *Transport) Name() string { return "mpi" }
+
+// Bind attaches the local endpoint a and tells every peer, parking the
+// calling goroutine until each has answered.
+func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error {
+	if r == nil || pool == nil {
+		return fmt.Errorf("%w: Bind(%d) with a nil Receiver or pool", rdma.ErrNoPeer, a)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	if owner := t.layout.Owner(a); owner != t.rank {
+		return fmt.Errorf("%w: address %d belongs to process %d, this is %d", rdma.ErrNoPeer, a, owner, t.rank)
+	}
+	if pool.PayloadSize() < t.cfg.PayloadSize {
+		return fmt.Errorf("%w: a pool of %d-byte payloads, PayloadSize %d", ErrInvalidConfig, pool.PayloadSize(), t.cfg.PayloadSize)
+	}
+	dir := *t.dir.Load()
+	ci := int(a >> chunkBits)
+	if ci >= len(dir) || dir[ci] == nil {
+		grown := make([]*bindChunk, max(len(dir), ci+1))
+		copy(grown, dir)
+		grown[ci] = new(bindChunk)
+		t.dir.Store(&grown)
+		dir = grown
+	}
+	e := &dir[ci][a&(chunkSize-1)]
+	if e.Load() != nil {
+		return rdma.ErrBound
+	}
+	if pools := *t.pools.Load(); !slices.Contains(pools, pool) {
+		grown := append(slices.Clone(pools), pool)
+		t.pools.Store(&grown)
+	}
+	e.Store(&binding{r: r, pool: pool})
+	// Arrivals held while a was unbound go first.
+	t.imu.Lock()
+	if h := t.held[a]; len(h) > 0 {
+		for _, pk := range h {
+			t.release = append(t.release, arrival{to: a, pk: pk})
+		}
+		delete(t.held, a)
+	}
+	t.imu.Unlock()
+	return t.announce(kBind, a)
+}
+
+// Unbind detaches a and tells every peer, parking the calling goroutine
+// until each has answered. Arrivals for a not delivered yet are held, in
+// order, until a is bound again.
+func (t *Transport) Unbind(a rdma.Addr) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	e := t.entry(a)
+	if e == nil || e.Load() == nil {
+		return rdma.ErrNoPeer
+	}
+	e.Store(nil)
+	return t.announce(kUnbind, a)
+}
+
+// announce sends a bind or unbind of a to every peer and waits for their
+// answers.
+func (t *Transport) announce(kind byte, a rdma.Addr) error {
+	ws := make([]*waiter, 0, len(t.list))
+	var errs []error
+	for _, p := range t.list {
+		w, err := t.call(p, &ctl{kind: kind, addr: uint32(a)}, nil, nil)
+		if err != nil {
+			if !errors.Is(err, rdma.ErrNoPeer) { // a closed peer needs no news
+				errs = append(errs, err)
+			}
+			continue
+		}
+		ws = append(ws, w)
+	}
+	for _, w := range ws {
+		if err := t.await(w); err != nil && !errors.Is(err, rdma.ErrNoPeer) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (t *Transport) entry(a rdma.Addr) *atomic.Pointer[binding] {
+	dir := *t.dir.Load()
+	ci := int(a >> chunkBits)
+	if ci >= len(dir) || dir[ci] == nil {
+		return nil
+	}
+	return &dir[ci][a&(chunkSize-1)]
+}
+
+func (t *Transport) binding(a rdma.Addr) *binding {
+	if e := t.entry(a); e != nil {
+		return e.Load()
+	}
+	return nil
+}
+
+// remoteBound reports whether a peer told this transport that a is bound.
+func (t *Transport) remoteBound(a rdma.Addr) bool {
+	dir := *t.rdir.Load()
+	ci := int(a >> chunkBits)
+	if ci >= len(dir) || dir[ci] == nil {
+		return false
+	}
+	return dir[ci][a&(chunkSize-1)].Load()
+}
+
+func (t *Transport) setRemote(a rdma.Addr, on bool) {
+	t.rmu.Lock()
+	defer t.rmu.Unlock()
+	dir := *t.rdir.Load()
+	ci := int(a >> chunkBits)
+	if ci >= len(dir) || dir[ci] == nil {
+		if !on {
+			return
+		}
+		grown := make([]*boundChunk, max(len(dir), ci+1))
+		copy(grown, dir)
+		grown[ci] = new(boundChunk)
+		t.rdir.Store(&grown)
+		dir = grown
+	}
+	dir[ci][a&(chunkSize-1)].Store(on)
+}
+
+// dest returns the process that owns a, checking that a is bound there
+// as far as this transport knows.
+func (t *Transport) dest(a rdma.Addr) (int, error) {
+	p := t.layout.Owner(a)
+	if p < 0 || p >= len(t.places) {
+		return -1, rdma.ErrNoPeer
+	}
+	if p == t.rank {
+		if t.binding(a) == nil {
+			return -1, rdma.ErrNoPeer
+		}
+		return p, nil
+	}
+	if !t.isPeer[p] {
+		return -1, fmt.Errorf("%w: address %d belongs to process %d, which this transport does not reach", rdma.ErrNoPeer, a, p)
+	}
+	if t.closedP[p].Load() {
+		return -1, &PeerError{Rank: p, Err: ErrPeerClosed}
+	}
+	if !t.remoteBound(a) {
+		return -1, rdma.ErrNoPeer
+	}
+	return p, nil
+}
+
+// poolOf returns the pool pk belongs to among those the transport knows.
+func (t *Transport) poolOf(pk *packet.Packet) *packet.Pool {
+	for _, p := range *t.pools.Load() {
+		if p.Owns(pk) {
+			return p
+		}
+	}
+	return nil
+}
+
+// Send copies pk into a message to the endpoint to (MPI_Isend from a
+// buffer of the transport) and returns pk to its pool. It never blocks:
+// with Config.MaxQueue sends in flight it returns rdma.ErrAgain.
+func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	p, err := t.dest(to)
+	if err != nil {
+		return err
+	}
+	if pk.Len() > t.cfg.PayloadSize {
+		return fmt.Errorf("%w: %d bytes, PayloadSize %d", ErrTooLong, pk.Len(), t.cfg.PayloadSize)
+	}
+	pool := t.poolOf(pk)
+	if pool == nil {
+		return ErrForeignPacket
+	}
+	var head [headSize]byte
+	pl := t.places[p]
+	encodePacketHead(&head, pl.gen, uint32(to), pk)
+	cmpi.Lock()
+	if t.closed.Load() {
+		cmpi.Unlock()
+		return rdma.ErrClosed
+	}
+	if t.sendq.Active() >= t.cfg.MaxQueue {
+		if n, err := t.sendq.Test(); err != nil || n >= t.cfg.MaxQueue {
+			cmpi.Unlock()
+			if err != nil {
+				return err
+			}
+			return rdma.ErrAgain
+		}
+	}
+	err = t.sendq.Send(head[:], pk.Data(), pl.rank, pl.ctrlTag())
+	cmpi.Unlock()
+	if err != nil {
+		return &PeerError{Rank: p, Err: err}
+	}
+	pool.Put(w, pk)
+	return nil
+}
+
+// sendCtl sends a control message to pl; the caller holds the MPI lock.
+func (t *Transport) sendCtl(pl place, c *ctl) error {
+	var head [headSize]byte
+	c.from = uint32(t.rank)
+	c.encode(&head, pl.gen)
+	return t.sendq.Send(head[:], nil, pl.rank, pl.ctrlTag())
+}
+
+// call sends c to process p as a request with a fresh id and returns its
+// waiter. body, if not nil, is sent after it on p's data tag (a Put's
+// bytes, pinned by the caller); dst is where a Get's bytes go (pinned by
+// the caller), set before the answer can come.
+func (t *Transport) call(p int, c *ctl, body, dst []byte) (*waiter, error) {
+	w := &waiter{proc: p, left: chunks(len(body)), dst: dst}
+	cmpi.Lock()
+	defer cmpi.Unlock()
+	if t.closed.Load() {
+		return nil, rdma.ErrClosed
+	}
+	if t.closedP[p].Load() {
+		return nil, &PeerError{Rank: p, Err: ErrPeerClosed}
+	}
+	t.nextID++
+	c.id = t.nextID
+	pl := t.places[p]
+	if err := t.sendCtl(pl, c); err != nil {
+		return nil, &PeerError{Rank: p, Err: err}
+	}
+	t.waits[c.id] = w
+	for off := 0; off < len(body); off += cmpi.MaxMessage {
+		end := min(off+cmpi.MaxMessage, len(body))
+		r, err := t.comm.Isend(body[off:end], pl.rank, pl.dataTag())
+		if err != nil {
+			// The peer will wait for bytes that never come: the
+			// transport cannot go on with it.
+			w.err = &PeerError{Rank: p, Err: err}
+			w.left = 0
+			w.done.Store(true)
+			delete(t.waits, c.id)
+			return w, nil
+		}
+		t.addOp(r, op{w: w, last: end == len(body)})
+	}
+	return w, nil
+}
+
+// chunks returns the number of messages a transfer of n bytes takes.
+func chunks(n int) int { return (n + cmpi.MaxMessage - 1) / cmpi.MaxMessage }
+
+func (t *Transport) addOp(r cmpi.Request, o op) {
+	t.ops = append(t.ops, o)
+	t.reqs = append(t.reqs, r)
+	if len(t.idx) < len(t.reqs) {
+		t.idx = make([]int32, 2*len(t.reqs))
+	}
+}
+
+// await polls until w is done, parking the calling goroutine between
+// polls (it yields the processor; called from a fiber, it blocks the
+// fiber's worker). Arrivals it polls wait in the inbox for Progress.
+func (t *Transport) await(w *waiter) error {
+	for spin := 0; !w.done.Load(); spin++ {
+		if cmpi.TryLock() {
+			if !t.closed.Load() {
+				t.pollLocked(packet.NoWorker)
+			}
+			cmpi.Unlock()
+		}
+		if w.done.Load() {
+			break
+		}
+		// After Close started, Close ends every wait (it must first
+		// stop the transfers that use the caller's buffers).
+		if spin > 64 {
+			runtime.Gosched()
+		}
+		if spin > 4096 {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	if w.err != nil {
+		return w.err
+	}
+	switch w.code {
+	case stOK:
+		return nil
+	case stNoPeer:
+		return rdma.ErrNoPeer
+	case stNoRegion:
+		return rdma.ErrNoRegion
+	default:
+		return rdma.ErrOutOfBounds
+	}
+}
+
+// Register exposes buf for Put and Get by peers until Deregister; it pins
+// buf (runtime.Pinner), since MPI writes and reads it from C.
+func (t *Transport) Register(buf []byte) (rdma.Region, error) {
+	t.regMu.Lock()
+	defer t.regMu.Unlock()
+	if t.closed.Load() {
+		return rdma.Region{}, rdma.ErrClosed
+	}
+	for {
+		t.nextKey++
+		if _, used := t.regs[t.nextKey]; !used && t.nextKey != 0 {
+			break
+		}
+	}
+	k := t.nextKey
+	g := &region{buf: buf, tag: t.tagBase ^ uint64(k)*0x9e3779b97f4a7c15}
+	if len(buf) > 0 {
+		g.pin = new(runtime.Pinner)
+		g.pin.Pin(&buf[0])
+	}
+	t.regs[k] = g
+	return rdma.Region{Key: k, Addr: g.tag, Len: uint64(len(buf))}, nil
+}
+
+// AdoptRegion makes a registration of another backend of this process
+// (the one whose Region travels to peers, see rdma/route) reachable by
+// this transport's peers too. That backend keeps buf pinned.
+func (t *Transport) AdoptRegion(r rdma.Region, buf []byte) error {
+	t.regMu.Lock()
+	defer t.regMu.Unlock()
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	t.regs[r.Key] = &region{buf: buf, tag: r.Addr}
+	return nil
+}
+
+// Deregister withdraws a registration (own or adopted). A transfer in
+// flight into or out of it finishes first; then the buffer is unpinned.
+func (t *Transport) Deregister(r rdma.Region) error {
+	t.regMu.Lock()
+	if t.closed.Load() {
+		t.regMu.Unlock()
+		return rdma.ErrClosed
+	}
+	g, ok := t.regs[r.Key]
+	if !ok || g.tag != r.Addr || uint64(len(g.buf)) != r.Len {
+		t.regMu.Unlock()
+		return rdma.ErrNoRegion
+	}
+	delete(t.regs, r.Key)
+	t.regMu.Unlock()
+	// Lock order: the MPI lock, then regMu (lookup); never both here. A
+	// lookup that found g before the delete counted it busy under the MPI
+	// lock, which this section takes after.
+	cmpi.Lock()
+	if g.busy > 0 {
+		g.gone = true
+	} else if g.pin != nil {
+		g.pin.Unpin()
+	}
+	cmpi.Unlock()
+	return nil
+}
+
+// lookup returns the registration and the bytes of an access c names, or
+// a status. The caller holds the MPI lock.
+func (t *Transport) lookup(c *ctl) (*region, []byte, uint32) {
+	if t.binding(rdma.Addr(c.addr)) == nil {
+		return nil, nil, stNoPeer
+	}
+	t.regMu.Lock()
+	g, ok := t.regs[c.key]
+	t.regMu.Unlock()
+	if !ok || g.tag != c.tag {
+		return nil, nil, stNoRegion
+	}
+	rl := uint64(len(g.buf))
+	if c.off > rl || c.n > rl-c.off {
+		return nil, nil, stBounds
+	}
+	return g, g.buf[c.off : c.off+c.n], stOK
+}
+
+// access checks a Put or Get towards owner and returns the owner's
+// process, or handles it here when the owner is this process.
+func (t *Transport) access(owner rdma.Addr, r rdma.Region, off uint64, n int) (int, error) {
+	if t.closed.Load() {
+		return -1, rdma.ErrClosed
+	}
+	p, err := t.dest(owner)
+	if err != nil {
+		return -1, err
+	}
+	if err := rdma.CheckBounds(r, off, n); err != nil {
+		return -1, err
+	}
+	return p, nil
+}
+
+func (t *Transport) boundsErr(err error, r rdma.Region, off uint64, n int) error {
+	if errors.Is(err, rdma.ErrOutOfBounds) {
+		return &rdma.BoundsError{Region: r, Off: off, Len: n}
+	}
+	return err
+}
+
+// Put copies src into the region r of owner at off: the bytes travel as
+// MPI messages on the owner's data tag, received straight into the
+// registration, and Put returns when the owner has them (it parks the
+// calling goroutine between polls).
+func (t *Transport) Put(owner rdma.Addr, r rdma.Region, off uint64, src []byte) error {
+	p, err := t.access(owner, r, off, len(src))
+	if err != nil {
+		return err
+	}
+	if p == t.rank {
+		return t.localCopy(owner, r, off, src, true)
+	}
+	var pin runtime.Pinner
+	if len(src) > 0 {
+		pin.Pin(&src[0])
+	}
+	defer pin.Unpin()
+	w, err := t.call(p, &ctl{kind: kPut, addr: uint32(owner), key: r.Key, tag: r.Addr, off: off, n: uint64(len(src))}, src, nil)
+	if err != nil {
+		return err
+	}
+	return t.boundsErr(t.await(w), r, off, len(src))
+}
+
+// Get copies from the region r of owner at off into dst; it parks the
+// calling goroutine between polls until the bytes are there.
+func (t *Transport) Get(owner rdma.Addr, r rdma.Region, off uint64, dst []byte) error {
+	p, err := t.access(owner, r, off, len(dst))
+	if err != nil {
+		return err
+	}
+	if p == t.rank {
+		return t.localCopy(owner, r, off, dst, false)
+	}
+	var pin runtime.Pinner
+	if len(dst) > 0 {
+		pin.Pin(&dst[0])
+	}
+	defer pin.Unpin()
+	w, err := t.call(p, &ctl{kind: kGet, addr: uint32(owner), key: r.Key, tag: r.Addr, off: off, n: uint64(len(dst))}, nil, dst)
+	if err != nil {
+		return err
+	}
+	return t.boundsErr(t.await(w), r, off, len(dst))
+}
+
+// localCopy is a Put (put) or Get into a registration of this process.
+func (t *Transport) localCopy(owner rdma.Addr, r rdma.Region, off uint64, b []byte, put bool) error {
+	cmpi.Lock()
+	g, buf, st := t.lookup(&ctl{addr: uint32(owner), key: r.Key, tag: r.Addr, off: off, n: uint64(len(b))})
+	if st == stOK {
+		g.busy++
+	}
+	cmpi.Unlock()
+	switch st {
+	case stNoPeer:
+		return rdma.ErrNoPeer
+	case stNoRegion:
+		return rdma.ErrNoRegion
+	case stBounds:
+		return &rdma.BoundsError{Region: r, Off: off, Len: len(b)}
+	}
+	if put {
+		copy(buf, b)
+	} else {
+		copy(b, buf)
+	}
+	cmpi.Lock()
+	t.unbusy(g)
+	cmpi.Unlock()
+	return nil
+}
+
+// unbusy ends a transfer on g; the caller holds the MPI lock.
+func (t *Transport) unbusy(g *region) {
+	g.busy--
+	if g.busy == 0 && g.gone && g.pin != nil {
+		g.pin.Unpin()
+	}
+}
+
+// Progress polls MPI (if no other goroutine is doing so) and delivers the
+// arrivals, in order, to their Receivers. It never blocks.
+func (t *Transport) Progress(w int) int {
+	if t.closed.Load() {
+		return 0
+	}
+	t.polls.Add(1)
+	if !t.dmu.TryLock() {
+		return 0
+	}
+	n := 0
+	if cmpi.TryLock() {
+		if !t.closed.Load() {
+			n = t.pollLocked(w)
+		}
+		cmpi.Unlock()
+	}
+	n += t.deliver(w)
+	t.dmu.Unlock()
+	return n
+}
+
+// deliver hands the arrivals waiting in the inbox to their Receivers; the
+// caller holds dmu.
+func (t *Transport) deliver(w int) int {
+	n := 0
+	for {
+		t.imu.Lock()
+		var a arrival
+		switch {
+		case len(t.release) > 0:
+			a = t.release[0]
+			t.release[0] = arrival{}
+			t.release = t.release[1:]
+		case len(t.inbox) > 0:
+			a = t.inbox[0]
+			t.inbox[0] = arrival{}
+			t.inbox = t.inbox[1:]
+			if len(t.inbox) == 0 {
+				t.inbox = t.inbox[:0:0]
+			}
+		default:
+			t.imu.Unlock()
+			return n
+		}
+		if a.pk == nil {
+			// Built now that a packet may be free.
+			pk := t.build(w, a.to, a.raw)
+			if pk == nil {
+				t.pushFront(a)
+				t.imu.Unlock()
+				return n
+			}
+			a.pk, a.raw = pk, nil
+		}
+		b := t.binding(a.to)
+		if b == nil || len(t.held[a.to]) > 0 {
+			t.held[a.to] = append(t.held[a.to], a.pk)
+			t.imu.Unlock()
+			continue
+		}
+		t.imu.Unlock()
+		b.r.Receive(w, a.pk)
+		n++
+	}
+}
+
+// maxBatch bounds the ring slots one poll consumes.
+const maxBatch = 32
+
+// pollLocked retires completed sends, turns the complete ring slots into
+// arrivals (or answers them), and completes data transfers. The caller
+// holds the MPI lock. It returns the number of events handled.
+func (t *Transport) pollLocked(w int) int {
+	if t.sendq.Active() > 0 {
+		if _, err := t.sendq.Test(); err != nil {
+			t.cfg.Logf("mpi: process %d: %v", t.rank, err)
+		}
+	}
+	k, err := t.ring.Cycle(maxBatch)
+	if err != nil {
+		t.cfg.Logf("mpi: process %d: %v", t.rank, err)
+	}
+	used := 0
+	for ; used < k; used++ {
+		msg, src := t.ring.Slot(used)
+		if !t.handle(w, msg, src) {
+			break // no packet to build it in: try again later
+		}
+	}
+	t.ring.Consume(used)
+	return used + t.testOps()
+}
+
+// handle acts on one message; it returns false if it must be tried again
+// later (the destination's pool is dry).
+func (t *Transport) handle(w int, msg []byte, src int) bool {
+	if len(msg) < headSize {
+		t.cfg.Logf("mpi: process %d: dropped a message of %d bytes from MPI rank %d", t.rank, len(msg), src)
+		return true
+	}
+	if genOf(msg) != t.me.gen {
+		return true // for an earlier transport of this lane
+	}
+	if msg[0] == kPacket {
+		return t.arrive(w, msg, src)
+	}
+	var c ctl
+	c.decode(msg)
+	p := int(c.from)
+	if p < 0 || p >= len(t.places) || (!t.isPeer[p] && p != t.rank) {
+		t.cfg.Logf("mpi: process %d: dropped a message of kind %d from process %d, no peer", t.rank, c.kind, p)
+		return true
+	}
+	pl := t.places[p]
+	switch c.kind {
+	case kBind, kUnbind:
+		t.setRemote(rdma.Addr(c.addr), c.kind == kBind)
+		t.answer(pl, &ctl{kind: kAck, id: c.id})
+	case kAck, kPutAck:
+		if wt := t.waits[c.id]; wt != nil {
+			delete(t.waits, c.id)
+			wt.code, wt.acked = c.code, true
+			t.finish(wt)
+		}
+	case kGetAck:
+		wt := t.waits[c.id]
+		if wt == nil {
+			break
+		}
+		delete(t.waits, c.id)
+		wt.code, wt.acked = c.code, true
+		if c.code == stOK {
+			dst := wt.dst
+			for off := 0; off < len(dst); off += cmpi.MaxMessage {
+				end := min(off+cmpi.MaxMessage, len(dst))
+				r, err := t.comm.Irecv(dst[off:end], pl.rank, t.me.dataTag())
+				if err != nil {
+					wt.err = &PeerError{Rank: p, Err: err}
+					break
+				}
+				wt.left++
+				t.addOp(r, op{w: wt, last: end == len(dst)})
+			}
+		}
+		t.finish(wt)
+	case kPut:
+		g, buf, st := t.lookup(&c)
+		var junk *discard
+		if st != stOK {
+			// Take the bytes anyway (they are on their way) and throw
+			// them away.
+			g = nil
+			if c.n > 0 {
+				junk = newDiscard(int(min(c.n, cmpi.MaxMessage)), chunks(int(c.n)))
+			}
+		} else {
+			g.busy++
+		}
+		ack := &ctl{kind: kPutAck, id: c.id, code: st}
+		if c.n == 0 {
+			if g != nil {
+				t.unbusy(g)
+			}
+			t.answer(pl, ack)
+			break
+		}
+		for off := uint64(0); off < c.n; off += cmpi.MaxMessage {
+			end := min(off+cmpi.MaxMessage, c.n)
+			var into []byte
+			if g != nil {
+				into = buf[off:end]
+			} else {
+				into = junk.buf[:end-off]
+			}
+			r, err := t.comm.Irecv(into, pl.rank, t.me.dataTag())
+			if err != nil {
+				t.cfg.Logf("mpi: process %d: receiving a Put from process %d: %v", t.rank, p, err)
+				ack.code = stNoRegion
+			}
+			o := op{to: pl, last: end == c.n, junk: junk}
+			if o.last {
+				o.reg, o.ack = g, ack
+			}
+			t.addOp(r, o)
+		}
+	case kGet:
+		g, buf, st := t.lookup(&c)
+		t.answer(pl, &ctl{kind: kGetAck, id: c.id, code: st})
+		if st != stOK || c.n == 0 {
+			break
+		}
+		g.busy++
+		for off := uint64(0); off < c.n; off += cmpi.MaxMessage {
+			end := min(off+cmpi.MaxMessage, c.n)
+			r, err := t.comm.Isend(buf[off:end], pl.rank, pl.dataTag())
+			if err != nil {
+				t.cfg.Logf("mpi: process %d: answering a Get of process %d: %v", t.rank, p, err)
+			}
+			o := op{last: end == c.n}
+			if o.last {
+				o.reg = g
+			}
+			t.addOp(r, o)
+		}
+	case kBye:
+		t.closedP[p].Store(true)
+		for id, wt := range t.waits {
+			if wt.proc == p {
+				delete(t.waits, id)
+				wt.err = &PeerError{Rank: p, Err: ErrPeerClosed}
+				wt.acked, wt.left = true, 0
+				wt.done.Store(true)
+			}
+		}
+	default:
+		t.cfg.Logf("mpi: process %d: dropped a message of unknown kind %d from process %d", t.rank, c.kind, p)
+	}
+	return true
+}
+
+// finish marks wt done once it is answered and its transfers are over.
+func (t *Transport) finish(wt *waiter) {
+	if wt.acked && wt.left == 0 {
+		wt.done.Store(true)
+	}
+}
+
+// answer sends an answer from the poll; a failure is logged (the peer's
+// call then waits until this transport or the job ends).
+func (t *Transport) answer(pl place, c *ctl) {
+	if err := t.sendCtl(pl, c); err != nil {
+		t.cfg.Logf("mpi: process %d: answering MPI rank %d: %v", t.rank, pl.rank, err)
+	}
+}
+
+// arrive queues a packet message for delivery, built in a packet of the
+// destination's pool, or kept as bytes when that pool is dry: the ring
+// must go on, since the control messages behind it (a peer's Bind, the
+// answer a caller here waits for) may be what frees packets. MPI would
+// buffer the same bytes if the ring stopped; the endpoint layer's own
+// windows bound them.
+func (t *Transport) arrive(w int, msg []byte, src int) bool {
+	to := rdma.Addr(binary.LittleEndian.Uint32(msg[4:]))
+	if err := checkPacket(msg, t.cfg.PayloadSize); err != nil {
+		t.cfg.Logf("mpi: process %d: dropped a malformed packet of %d bytes from MPI rank %d (%v)", t.rank, len(msg), src, err)
+		return true
+	}
+	t.imu.Lock()
+	defer t.imu.Unlock()
+	if len(t.inbox) == 0 || t.inbox[len(t.inbox)-1].pk != nil {
+		if pk := t.build(w, to, msg); pk != nil {
+			t.inbox = append(t.inbox, arrival{to: to, pk: pk})
+			return true
+		}
+	}
+	t.inbox = append(t.inbox, arrival{to: to, raw: append([]byte(nil), msg...)})
+	return true
+}
+
+// pushFront puts a back at the head of the inbox; the caller holds imu.
+func (t *Transport) pushFront(a arrival) {
+	t.inbox = append(t.inbox, arrival{})
+	copy(t.inbox[1:], t.inbox)
+	t.inbox[0] = a
+}
+
+// checkPacket checks a packet message's length against its header.
+func checkPacket(msg []byte, payload int) error {
+	if len(msg) < headSize {
+		return fmt.Errorf("%d bytes", len(msg))
+	}
+	n := int(binary.LittleEndian.Uint32(msg[pktHead+12:]))
+	if n > payload || headSize+n != len(msg) {
+		return fmt.Errorf("a payload of %d bytes in a message of %d", n, len(msg))
+	}
+	return nil
+}
+
+// build makes a packet of msg in the destination's pool, or returns nil
+// when that pool is dry (or there is none).
+func (t *Transport) build(w int, to rdma.Addr, msg []byte) *packet.Packet {
+	var pool *packet.Pool
+	if b := t.binding(to); b != nil {
+		pool = b.pool
+	} else if t.cfg.Pool != nil {
+		pool = t.cfg.Pool
+	} else if ps := *t.pools.Load(); len(ps) > 0 {
+		pool = ps[0]
+	} else {
+		return nil
+	}
+	pk := pool.Get(w)
+	if pk == nil {
+		return nil
+	}
+	if err := pk.DecodeHeader(msg[pktHead:]); err != nil {
+		panic(fmt.Sprintf("mpi: a checked packet header failed to decode: %v", err))
+	}
+	copy(pk.Payload(), msg[headSize:])
+	return pk
+}
+
+// testOps tests the data transfers in flight and completes those done.
+// The caller holds the MPI lock.
+func (t *Transport) testOps() int {
+	if len(t.reqs) == 0 {
+		return 0
+	}
+	n, err := cmpi.Testsome(t.reqs, t.idx)
+	if err != nil {
+		t.cfg.Logf("mpi: process %d: %v", t.rank, err)
+	}
+	if n == 0 {
+		return 0
+	}
+	for _, i := range t.idx[:n] {
+		o := &t.ops[i]
+		if o.w != nil {
+			o.w.left--
+			t.finish(o.w)
+		}
+		if o.junk != nil {
+			o.junk.done()
+		}
+		if o.last {
+			if o.reg != nil {
+				t.unbusy(o.reg)
+			}
+			if o.ack != nil {
+				t.answer(o.to, o.ack)
+			}
+		}
+		o.w = nil // marks it done for the compaction below
+		o.reg, o.ack, o.junk = nil, nil, nil
+	}
+	j := 0
+	for i := range t.reqs {
+		if !t.reqs[i].Null() {
+			t.reqs[j], t.ops[j] = t.reqs[i], t.ops[i]
+			j++
+		}
+	}
+	clear(t.ops[j:])
+	t.reqs, t.ops = t.reqs[:j], t.ops[:j]
+	return n
+}
+
+// poller polls MPI when nobody calls Progress, so that the peers' Bind,
+// Put and Get are answered while this process computes or sleeps: every
+// 20 µs after activity, backing off to 2 ms when idle.
+func (t *Transport) poller() {
+	const least, most = 20 * time.Microsecond, 2 * time.Millisecond
+	delay := least
+	last := t.polls.Load()
+	tm := time.NewTimer(delay)
+	defer tm.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tm.C:
+		}
+		if now := t.polls.Load(); now != last {
+			last = now // someone drives progress
+			delay = most
+		} else if cmpi.TryLock() {
+			n := 0
+			if !t.closed.Load() {
+				n = t.pollLocked(packet.NoWorker)
+			}
+			cmpi.Unlock()
+			if n > 0 {
+				delay = least
+			} else {
+				delay = min(2*delay, most)
+			}
+		}
+		tm.Reset(delay)
+	}
+}
+
+// Sleep sleeps for at most max (capped at 100 µs): MPI cannot wake a
+// sleeper when a message arrives, so a short nap is all that keeps an idle
+// process responsive. It parks the calling goroutine.
+func (t *Transport) Sleep(max time.Duration) {
+	time.Sleep(min(max, 100*time.Microsecond))
+}
+
+// closeWait bounds how long Close waits for its messages in flight.
+const closeWait = 2 * time.Second
+
+// Close says goodbye to every peer, waits (at most 2 s) for the messages
+// in flight to be taken, cancels the posted receives and returns the
+// arrivals not delivered to their pools. Every later call fails with
+// rdma.ErrClosed. It parks the calling goroutine.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed.CompareAndSwap(false, true) {
+		return rdma.ErrClosed
+	}
+	close(t.stop)
+	t.wg.Wait()
+	cmpi.Lock()
+	var errs []error
+	for _, p := range t.list {
+		if !t.closedP[p].Load() {
+			if err := t.sendCtl(t.places[p], &ctl{kind: kBye}); err != nil {
+				errs = append(errs, &PeerError{Rank: p, Err: err})
+			}
+		}
+	}
+	cmpi.Unlock()
+	deadline := time.Now().Add(closeWait)
+	for time.Now().Before(deadline) {
+		cmpi.Lock()
+		n, err := t.sendq.Test()
+		t.testOps()
+		cmpi.Unlock()
+		if err != nil || n == 0 && len(t.reqs) == 0 {
+			break
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	cmpi.Lock()
+	for i := range t.reqs {
+		// Transfers that did not finish within closeWait (a peer that
+		// vanished) are left to MPI, and the memory they use stays
+		// pinned for good: MPI may still touch it.
+		_ = t.reqs[i].Free()
+		o := &t.ops[i]
+		if o.reg != nil && o.reg.pin != nil {
+			keepPinned(o.reg.pin)
+			o.reg.pin = nil
+		}
+		if o.junk != nil {
+			keepPinned(&o.junk.pin)
+		}
+		if w := o.w; w != nil {
+			w.err = rdma.ErrClosed
+			w.done.Store(true)
+		}
+	}
+	t.reqs, t.ops = nil, nil
+	// Only now (no transfer may still touch a caller's buffer) do the
+	// calls still waiting return.
+	for id, wt := range t.waits {
+		delete(t.waits, id)
+		wt.err = rdma.ErrClosed
+		wt.done.Store(true)
+	}
+	giveLane(t.ring, t.me.lane, t.cfg.Ring, headSize+t.cfg.PayloadSize)
+	t.ring = nil
+	t.sendq.Free()
+	cmpi.Unlock()
+	// Nothing delivers any more (closed): hand back what waits.
+	t.dmu.Lock()
+	t.imu.Lock()
+	for _, a := range append(t.release, t.inbox...) {
+		if a.pk != nil {
+			t.putBack(a.to, a.pk)
+		}
+	}
+	for to, h := range t.held {
+		for _, pk := range h {
+			t.putBack(to, pk)
+		}
+	}
+	t.release, t.inbox, t.held = nil, nil, nil
+	t.imu.Unlock()
+	t.dmu.Unlock()
+	t.regMu.Lock()
+	for k, g := range t.regs {
+		if g.pin != nil {
+			g.pin.Unpin()
+		}
+		delete(t.regs, k)
+	}
+	t.regMu.Unlock()
+	return errors.Join(errs...)
+}
+
+// leaked holds the pinners of memory MPI may still use after Close, so
+// that they are never collected (nor the memory reused).
+var (
+	leakMu sync.Mutex
+	leaked []*runtime.Pinner
+)
+
+func keepPinned(p *runtime.Pinner) {
+	leakMu.Lock()
+	leaked = append(leaked, p)
+	leakMu.Unlock()
+}
+
+// putBack returns an undelivered arrival to its pool.
+func (t *Transport) putBack(to rdma.Addr, pk *packet.Packet) {
+	if p := t.poolOf(pk); p != nil {
+		p.Put(packet.NoWorker, pk)
+	}
+}
+
+// Finalize finalizes MPI (MPI_Finalize on the thread that initialized
+// it), for a program that made transports without the MPI bootstrap, whose
+// Close does it otherwise. Call it after closing every transport; MPI
+// cannot be used again in this process. It parks the calling goroutine.
+func Finalize() error { return cmpi.Finalize() }

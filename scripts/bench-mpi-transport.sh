@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# fmpi-osu over the MPI transport (build tag mpi, FIBERMPI_TRANSPORT=mpi)
+# beside bench/osu-c's OSU-method C programs over the same MPI, ROUNDS
+# interleaved rounds (default 3): latency at 8 B, bw at 1 MiB, latency_mt
+# -t 4 at 8 B (the C one at MPI_THREAD_MULTIPLE). Prints one line per run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+ROUNDS=${ROUNDS:-3}
+B=$(mktemp -d)
+trap 'rm -rf "$B"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 UCX_LOG_LEVEL=error
+make -s -C bench/osu-c MPICC=mpicc.mpich OUT="$B/mpich"
+make -s -C bench/osu-c MPICC=mpicc.openmpi OUT="$B/ompi"
+$GO build -tags mpi -o "$B/fmpi-mpich" ./cmd/fmpi-osu
+$GO build -tags mpi,ompi -o "$B/fmpi-ompi" ./cmd/fmpi-osu
+val() { awk -v s="$1" '$1 == s { print $2 }' | tail -1; }
+for r in $(seq "$ROUNDS"); do
+	for mpi in mpich ompi; do
+		if [ $mpi = mpich ]; then L=(mpiexec.mpich -n 2); else L=(mpirun.openmpi --oversubscribe -n 2); fi
+		for b in "latency 8" "bw 1048576" "latency_mt 8"; do
+			set -- $b
+			ex=(); [ "$1" = latency_mt ] && ex=(-t 4)
+			f=$(FIBERMPI_TRANSPORT=mpi timeout 120 "${L[@]}" "$B/fmpi-$mpi" "$1" "${ex[@]}" -m "$2:$2" 2>/dev/null | val "$2")
+			c=$(timeout 120 "${L[@]}" "$B/$mpi/osu_$1" "${ex[@]}" -m "$2:$2" 2>/dev/null | val "$2")
+			echo "round $r $mpi $1 $2 fibermpi-over-mpi $f raw-$mpi $c"
+		done
+	done
+done
