@@ -104,8 +104,19 @@ func (o Options) withEnv(lookup func(string) (string, bool)) (Options, error) {
 			o.Fiber.Pin, o.Fiber.CPUs = true, cpus
 		}
 	}
-	if v, ok := lookup(EnvTransport); ok && v != "" && v != "tcp" {
-		return bad(EnvTransport, v, `want "tcp" (or unset: shared memory within a node, TCP between)`)
+	if v, ok := lookup(EnvTransport); ok && v != "" {
+		switch v {
+		case "tcp", "shm":
+		case "mpi":
+			if !mpiBuilt {
+				return bad(EnvTransport, v, "this program is built without the tag mpi")
+			}
+		default:
+			return bad(EnvTransport, v, `want "tcp", "shm" or "mpi" (or unset: shared memory within a node, TCP or MPI between)`)
+		}
+	}
+	if v, ok := lookup(EnvBind); ok && v != "" && v != "core" && v != "none" {
+		return bad(EnvBind, v, `want "core" or "none"`)
 	}
 	return o, nil
 }

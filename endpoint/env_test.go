@@ -35,6 +35,7 @@ func TestWithEnv(t *testing.T) {
 		{map[string]string{EnvPin: "off"}, Options{}, func(o Options) any { return o.Fiber.Pin }, false},
 		{map[string]string{EnvPin: "0,2,4-6"}, Options{}, func(o Options) any { return o.Fiber.CPUs }, []int{0, 2, 4, 5, 6}},
 		{map[string]string{EnvTransport: "tcp"}, Options{}, func(o Options) any { return o.ForceTCP }, false}, // read at connect
+		{map[string]string{EnvTransport: "shm", EnvBind: "none"}, Options{}, func(o Options) any { return o.ForceTCP }, false},
 		{map[string]string{EnvWorkers: ""}, Options{}, func(o Options) any { return o.Workers }, 0},
 	}
 	for _, g := range good {
@@ -52,7 +53,7 @@ func TestWithEnv(t *testing.T) {
 		{EnvEagerLimit: "lots"}, {EnvEagerLimit: "0"}, {EnvEagerLimit: "1000000"},
 		{EnvProgress: "fast"},
 		{EnvPin: "maybe"}, {EnvPin: "3-1"}, {EnvPin: "1,,2"},
-		{EnvTransport: "udp"},
+		{EnvTransport: "udp"}, {EnvBind: "socket"},
 	}
 	for _, env := range bad {
 		_, err := Options{}.withEnv(envOf(env))
