@@ -302,6 +302,10 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 	if level < ThreadSingle || level > ThreadMultiple {
 		return nil, fmt.Errorf("%w: %v", ErrThreadLevel, level)
 	}
+	opts, err := opts.fromEnv() // env.go
+	if err != nil {
+		return nil, err
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
