@@ -141,6 +141,7 @@ type op struct {
 	to   place
 	last bool     // the transfer's last request
 	junk *discard // where a refused Put's bytes go
+	from int      // for a Put's bytes: the sender's MPI rank + 1 (0: not a Put's)
 }
 
 // discard is a pinned buffer that takes the bytes of a refused Put.
@@ -194,6 +195,7 @@ type Transport struct {
 	ops    []op
 	reqs   []cmpi.Request
 	idx    []int32
+	inPut  map[int]int // by MPI rank: receives of that rank's Put bytes in flight
 
 	mu     sync.Mutex // Bind, Unbind, Close
 	dir    atomic.Pointer[[]*bindChunk]
@@ -269,7 +271,7 @@ func New(cfg Config) (*Transport, error) {
 		rank: ex.Rank(), layout: cfg.Layout, cfg: cfg, comm: world.Comm,
 		me:     place{rank: world.Rank, lane: lane, gen: gen},
 		places: make([]place, ex.Size()), isPeer: make([]bool, ex.Size()), closedP: make([]atomic.Bool, ex.Size()),
-		list: cfg.Peers, waits: make(map[uint64]*waiter), held: make(map[rdma.Addr][]*packet.Packet),
+		list: cfg.Peers, waits: make(map[uint64]*waiter), inPut: make(map[int]int), held: make(map[rdma.Addr][]*packet.Packet),
 		regs: make(map[uint32]*region), stop: make(chan struct{}),
 	}
 	t.tagBase = uint64(time.Now().UnixNano())*0x9e3779b97f4a7c15 ^ uint64(lane)<<32
@@ -602,11 +604,14 @@ func (t *Transport) await(w *waiter) error {
 			break
 		}
 		// After Close started, Close ends every wait (it must first
-		// stop the transfers that use the caller's buffers).
-		if spin > 64 {
-			runtime.Gosched()
+		// stop the transfers that use the caller's buffers). The caller
+		// is often a fiber worker, an OS-thread-locked goroutine: there
+		// runtime.Gosched hands the thread's P away and back through two
+		// futex wake-ups, so the wait yields the OS thread instead.
+		if spin > 16 {
+			osYield()
 		}
-		if spin > 4096 {
+		if spin > 1<<16 {
 			time.Sleep(20 * time.Microsecond)
 		}
 	}
@@ -917,6 +922,16 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 	if genOf(msg) != t.me.gen {
 		return true // for an earlier transport of this lane
 	}
+	// A Put is answered as soon as its bytes' receive is posted, so the
+	// answer travels while the bytes do; what the sender sends after its
+	// Put returns (the Done that says the bytes are there) waits here
+	// until the receive has completed.
+	if t.inPut[src] > 0 {
+		t.testOps()
+		if t.inPut[src] > 0 {
+			return false
+		}
+	}
 	if msg[0] == kPacket {
 		return t.arrive(w, msg, src)
 	}
@@ -993,12 +1008,16 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 				t.cfg.Logf("mpi: process %d: receiving a Put from process %d: %v", t.rank, p, err)
 				ack.code = stNoRegion
 			}
-			o := op{to: pl, last: end == c.n, junk: junk}
+			o := op{last: end == c.n, junk: junk, from: src + 1}
 			if o.last {
-				o.reg, o.ack = g, ack
+				o.reg = g
 			}
+			t.inPut[src]++
 			t.addOp(r, o)
 		}
+		// The sender's Put returns once this answer is there and its own
+		// send has completed (MPI's completion: the bytes are taken).
+		t.answer(pl, ack)
 	case kGet:
 		g, buf, st := t.lookup(&c)
 		t.answer(pl, &ctl{kind: kGetAck, id: c.id, code: st})
@@ -1137,6 +1156,11 @@ func (t *Transport) testOps() int {
 		}
 		if o.junk != nil {
 			o.junk.done()
+		}
+		if o.from > 0 {
+			if t.inPut[o.from-1]--; t.inPut[o.from-1] == 0 {
+				delete(t.inPut, o.from-1)
+			}
 		}
 		if o.last {
 			if o.reg != nil {
