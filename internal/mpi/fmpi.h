@@ -273,6 +273,24 @@ static int fmpi_send(fmpi_sendq *q, const void *head, int hn, const void *body, 
 	return MPI_SUCCESS;
 }
 
+static void fmpi_sendq_recycle(fmpi_sendq *q, char *b);
+
+// fmpi_send_now is fmpi_send, then one MPI_Test of that send: a small
+// message the MPI took at once (eager, copied out) gives its buffer back
+// here instead of waiting for the next test of the queue.
+static int fmpi_send_now(fmpi_sendq *q, const void *head, int hn, const void *body, int bn, int dest, int tag) {
+	int e = fmpi_send(q, head, hn, body, bn, dest, tag);
+	if (e != MPI_SUCCESS) return e;
+	int i = q->active - 1, flag = 0;
+	e = MPI_Test(&q->req[i], &flag, MPI_STATUS_IGNORE);
+	if (e == MPI_SUCCESS && flag) {
+		fmpi_sendq_recycle(q, q->buf[i]);
+		q->buf[i] = NULL;
+		q->active = i;
+	}
+	return e;
+}
+
 static void fmpi_sendq_recycle(fmpi_sendq *q, char *b) {
 	if (q->nfree == q->free_cap) {
 		int cap = q->free_cap ? 2 * q->free_cap : 64;
@@ -307,6 +325,17 @@ static int fmpi_sendq_test(fmpi_sendq *q, int *err) {
 	}
 	q->active = w;
 	return w;
+}
+
+// fmpi_poll is one poll of a transport in one cgo call: it retires the
+// completed sends of q (if any is active), then cycles r (see
+// fmpi_ring_cycle). *active gets the sends still active.
+static int fmpi_poll(fmpi_sendq *q, fmpi_ring *r, int done, int max, int *active, int *err) {
+	int e1 = MPI_SUCCESS, e2 = MPI_SUCCESS;
+	*active = q->active ? fmpi_sendq_test(q, &e1) : 0;
+	int n = fmpi_ring_cycle(r, done, max, &e2);
+	*err = e1 != MPI_SUCCESS ? e1 : e2;
+	return n;
 }
 
 // fmpi_sendq_free frees the queue. Sends still active are left to MPI

@@ -3,8 +3,9 @@
 package mpi
 
 /*
-#cgo noescape fmpi_send
-#cgo nocallback fmpi_send
+#cgo noescape fmpi_send_now
+#cgo nocallback fmpi_send_now
+#cgo nocallback fmpi_poll
 #cgo nocallback fmpi_ring_cycle
 #cgo nocallback fmpi_sendq_test
 #include "fmpi.h"
@@ -46,17 +47,30 @@ func (r *Ring) Cycle(max int) (int, error) {
 	return int(n), check("MPI_Test", code)
 }
 
+// Poll is one poll in one cgo call: it retires q's completed sends and
+// then does what Cycle does, returning the complete slots.
+func (r *Ring) Poll(q *SendQ, max int) (int, error) {
+	var code, active C.int
+	n := C.fmpi_poll(q.q, r.r, C.int(r.consumed), C.int(max), &active, &code)
+	r.consumed = 0
+	return int(n), check("MPI_Test", code)
+}
+
 // Slot returns the message in complete slot k (0 = the head) and the rank
 // of its sender. The bytes are C memory, valid until the next Cycle after
-// Consume.
+// Consume. It reads the ring's C fields directly: no cgo call.
 func (r *Ring) Slot(k int) ([]byte, int) {
-	p := C.fmpi_ring_slot(r.r, C.int(k))
-	n := int(C.fmpi_ring_count(r.r, C.int(k)))
+	c := r.r
+	i := (int(c.head) + k) % int(c.n)
+	// Safety: count and source are C arrays of c.n ints and mem is c.n
+	// slots of r.slot bytes, allocated by fmpi_ring_new and never freed;
+	// slot i's receive has completed (MPI has finished writing it) and
+	// it is reposted only by a later Cycle or Poll.
+	n := int(*(*C.int)(unsafe.Add(unsafe.Pointer(c.count), i*int(unsafe.Sizeof(C.int(0))))))
+	src := int(*(*C.int)(unsafe.Add(unsafe.Pointer(c.source), i*int(unsafe.Sizeof(C.int(0))))))
 	n = min(max(n, 0), r.slot)
-	// Safety: p points to a slot of r.slot bytes of C memory that MPI has
-	// finished writing (its receive completed) and that is reposted only
-	// by a later Cycle.
-	return unsafe.Slice((*byte)(unsafe.Pointer(p)), n), int(C.fmpi_ring_source(r.r, C.int(k)))
+	p := unsafe.Add(unsafe.Pointer(c.mem), i*r.slot)
+	return unsafe.Slice((*byte)(p), n), src
 }
 
 // Consume marks the first k complete slots consumed: the next Cycle
@@ -93,7 +107,7 @@ func NewSendQ(c Comm, slot int) (*SendQ, error) {
 // with tag: one cgo call, no allocation on the Go side.
 func (q *SendQ) Send(head, body []byte, dest, tag int) error {
 	// Safety: C copies both during the call and keeps neither pointer.
-	return check("MPI_Isend", C.fmpi_send(q.q, bufPtr(head), C.int(len(head)), bufPtr(body), C.int(len(body)), C.int(dest), C.int(tag)))
+	return check("MPI_Isend", C.fmpi_send_now(q.q, bufPtr(head), C.int(len(head)), bufPtr(body), C.int(len(body)), C.int(dest), C.int(tag)))
 }
 
 // Test retires completed sends and returns how many are still active.

@@ -892,12 +892,7 @@ const maxBatch = 32
 // arrivals (or answers them), and completes data transfers. The caller
 // holds the MPI lock. It returns the number of events handled.
 func (t *Transport) pollLocked(w int) int {
-	if t.sendq.Active() > 0 {
-		if _, err := t.sendq.Test(); err != nil {
-			t.cfg.Logf("mpi: process %d: %v", t.rank, err)
-		}
-	}
-	k, err := t.ring.Cycle(maxBatch)
+	k, err := t.ring.Poll(t.sendq, maxBatch)
 	if err != nil {
 		t.cfg.Logf("mpi: process %d: %v", t.rank, err)
 	}
