@@ -120,10 +120,72 @@ func (q *SendQ) Test() (int, error) {
 // Active returns how many sends are active, without testing.
 func (q *SendQ) Active() int { return int(q.q.active) }
 
-// Free frees the queue; sends still active are left to MPI (see fmpi.h).
+// Free frees the queue once its sends have completed: a queue with sends
+// still active is kept (with its buffers) until Reap finds them complete
+// — never MPI_Request_free'd, which MPICH 4.0.2 gets wrong for sends to
+// this process itself (fmpi.h).
 func (q *SendQ) Free() {
-	if q.q != nil {
-		C.fmpi_sendq_free(q.q)
-		q.q = nil
+	if q.q == nil {
+		return
 	}
+	if n, _ := q.Test(); n > 0 {
+		orphanQs = append(orphanQs, &SendQ{q: q.q, slot: q.slot})
+	} else {
+		C.fmpi_sendq_free(q.q)
+	}
+	q.q = nil
+}
+
+// Requests and send queues of closed transports that MPI had not
+// completed yet; under the lock.
+var (
+	orphanQs   []*SendQ
+	orphanReqs []Request
+	orphanKeep []any
+	orphanIdx  []int32
+)
+
+// Orphan hands r to the package, which tests it from Reap until it
+// completes, keeping keep (the pinners of its memory) reachable until
+// then; r becomes null. The caller holds the lock.
+func (r *Request) Orphan(keep any) {
+	if r.Null() {
+		return
+	}
+	orphanReqs = append(orphanReqs, *r)
+	orphanKeep = append(orphanKeep, keep)
+	*r = NullRequest()
+}
+
+// Reap tests the orphaned requests and send queues once, freeing those
+// complete, and returns how many are left. The caller holds the lock.
+func Reap() int {
+	w := 0
+	for _, q := range orphanQs {
+		if n, _ := q.Test(); n == 0 {
+			C.fmpi_sendq_free(q.q)
+			continue
+		}
+		orphanQs[w] = q
+		w++
+	}
+	clear(orphanQs[w:])
+	orphanQs = orphanQs[:w]
+	if len(orphanReqs) > 0 {
+		if len(orphanIdx) < len(orphanReqs) {
+			orphanIdx = make([]int32, 2*len(orphanReqs))
+		}
+		if n, _ := Testsome(orphanReqs, orphanIdx); n > 0 {
+			j := 0
+			for i := range orphanReqs {
+				if !orphanReqs[i].Null() {
+					orphanReqs[j], orphanKeep[j] = orphanReqs[i], orphanKeep[i]
+					j++
+				}
+			}
+			clear(orphanKeep[j:])
+			orphanReqs, orphanKeep = orphanReqs[:j], orphanKeep[:j]
+		}
+	}
+	return len(orphanQs) + len(orphanReqs)
 }

@@ -39,10 +39,19 @@
 // # Lanes
 //
 // Several transports of one process (the tests) each get a lane: control
-// tag 2·lane, data tag 2·lane+1. A closed transport's ring keeps its
-// receives posted (cancelling them was unsafe on MPICH 4.0.2) and passes
-// with its lane to the next transport the process makes, with a new
-// generation: messages for an earlier generation are dropped.
+// tag 2·lane; the data tag is per transport, 2·generation+1, so that the
+// bytes of a Put a closed transport never took cannot match a receive of
+// the next. A closed transport's ring keeps its receives posted
+// (cancelling them was unsafe on MPICH 4.0.2) and passes with its lane to
+// the next transport the process makes, with a new generation: messages
+// for an earlier generation are dropped. Sends and transfers a closed
+// transport leaves unfinished are not MPI_Request_free'd but kept and
+// tested until done (internal/mpi's Orphan, Reap): MPICH 4.0.2 loses a
+// freed send to this process itself and reuses its request while still
+// queued, which corrupted its request pool (the crash in MPI_Irecv the
+// conformance suite hit on MPICH; internal/mpi/testdata has a C
+// reproducer). A call waiting for an answer polls every transport of the
+// process, since the answer may be another's of the same process.
 //
 // # Offloading matching to MPI (a design note)
 //

@@ -59,7 +59,11 @@ type place struct {
 }
 
 func (p place) ctrlTag() int { return 2 * p.lane }
-func (p place) dataTag() int { return 2*p.lane + 1 }
+
+// dataTag is per generation, not per lane: a Put's bytes that a closed
+// transport never received must not match a receive of the next
+// transport on its lane.
+func (p place) dataTag() int { return 2*int(p.gen) + 1 }
 
 // Lanes and generations of this process's transports. A closed
 // transport's ring (its receives stay posted: internal/mpi's fmpi.h says
@@ -78,11 +82,12 @@ type spareRing struct {
 }
 
 // takeLane returns a spare ring of n slots of s bytes and its lane, or a
-// new lane (ring nil), with a fresh generation (24 bits, never 0).
-func takeLane(n, s int) (*cmpi.Ring, int, uint32) {
+// new lane (ring nil), with a fresh generation (24 bits, never 0; its data
+// tag 2·gen+1 at most tagUB).
+func takeLane(n, s, tagUB int) (*cmpi.Ring, int, uint32) {
 	laneMu.Lock()
 	defer laneMu.Unlock()
-	gens = gens%(1<<24-1) + 1
+	gens = gens%uint32(min(1<<24-1, max((tagUB-1)/2, 1))) + 1
 	for i, sp := range spare {
 		if sp.n == n && sp.s == s {
 			spare = slices.Delete(spare, i, i+1)
@@ -97,6 +102,25 @@ func giveLane(r *cmpi.Ring, lane, n, s int) {
 	laneMu.Lock()
 	spare = append(spare, spareRing{ring: r, lane: lane, n: n, s: s})
 	laneMu.Unlock()
+}
+
+// live holds the open transports of this process (more than one only in
+// tests): a call waiting for an answer polls them all, since the answer
+// may be another transport's of this process to give.
+var live atomic.Pointer[[]*Transport]
+
+func setLive(t *Transport, on bool) {
+	laneMu.Lock()
+	defer laneMu.Unlock()
+	var cur []*Transport
+	if p := live.Load(); p != nil {
+		cur = *p
+	}
+	next := slices.DeleteFunc(slices.Clone(cur), func(o *Transport) bool { return o == t })
+	if on {
+		next = append(next, t)
+	}
+	live.Store(&next)
 }
 
 const (
@@ -244,7 +268,7 @@ func New(cfg Config) (*Transport, error) {
 	ex := cfg.Exchange
 	world, ierr := cmpi.Init()
 	slot := headSize + cfg.PayloadSize
-	ring, lane, gen := takeLane(cfg.Ring, slot)
+	ring, lane, gen := takeLane(cfg.Ring, slot, world.TagUB)
 	rec := make([]byte, 20)
 	if ierr == nil {
 		binary.LittleEndian.PutUint32(rec[0:], uint32(world.Rank))
@@ -264,7 +288,7 @@ func New(cfg Config) (*Transport, error) {
 	case ferr != nil:
 		return nil, fmt.Errorf("mpi: fence: %w", ferr)
 	}
-	if 2*lane+1 > world.TagUB {
+	if 2*lane > world.TagUB {
 		return nil, fmt.Errorf("mpi: %d transports made in this process exceed MPI_TAG_UB %d", lane+1, world.TagUB)
 	}
 	t := &Transport{
@@ -300,6 +324,7 @@ func New(cfg Config) (*Transport, error) {
 	}
 	t.pools.Store(&pools)
 	cmpi.Lock()
+	cmpi.Reap()
 	var err error
 	if ring == nil {
 		ring, err = cmpi.NewRing(t.comm, t.me.ctrlTag(), cfg.Ring, slot)
@@ -316,6 +341,7 @@ func New(cfg Config) (*Transport, error) {
 		return nil, fmt.Errorf("mpi: %w", err)
 	}
 	t.wg.Go(t.poller)
+	setLive(t, true)
 	return t, nil
 }
 
@@ -595,8 +621,10 @@ func (t *Transport) addOp(r cmpi.Request, o op) {
 func (t *Transport) await(w *waiter) error {
 	for spin := 0; !w.done.Load(); spin++ {
 		if cmpi.TryLock() {
-			if !t.closed.Load() {
-				t.pollLocked(packet.NoWorker)
+			for _, o := range *live.Load() {
+				if !o.closed.Load() {
+					o.pollLocked(packet.NoWorker)
+				}
 			}
 			cmpi.Unlock()
 		}
@@ -1196,8 +1224,11 @@ func (t *Transport) poller() {
 		case <-tm.C:
 		}
 		if now := t.polls.Load(); now != last {
-			last = now // someone drives progress
-			delay = most
+			// Someone drives progress: back off, but gradually, since
+			// that someone may call Progress only now and then while
+			// peers wait for answers.
+			last = now
+			delay = min(2*delay, most)
 		} else if cmpi.TryLock() {
 			n := 0
 			if !t.closed.Load() {
@@ -1234,6 +1265,7 @@ func (t *Transport) Close() error {
 	if !t.closed.CompareAndSwap(false, true) {
 		return rdma.ErrClosed
 	}
+	setLive(t, false)
 	close(t.stop)
 	t.wg.Wait()
 	cmpi.Lock()
@@ -1262,7 +1294,7 @@ func (t *Transport) Close() error {
 		// Transfers that did not finish within closeWait (a peer that
 		// vanished) are left to MPI, and the memory they use stays
 		// pinned for good: MPI may still touch it.
-		_ = t.reqs[i].Free()
+		// (Orphaned, not MPI_Request_free'd: internal/mpi's fmpi.h.)
 		o := &t.ops[i]
 		if o.reg != nil && o.reg.pin != nil {
 			keepPinned(o.reg.pin)
@@ -1271,6 +1303,7 @@ func (t *Transport) Close() error {
 		if o.junk != nil {
 			keepPinned(&o.junk.pin)
 		}
+		t.reqs[i].Orphan(nil)
 		if w := o.w; w != nil {
 			w.err = rdma.ErrClosed
 			w.done.Store(true)
@@ -1287,6 +1320,7 @@ func (t *Transport) Close() error {
 	giveLane(t.ring, t.me.lane, t.cfg.Ring, headSize+t.cfg.PayloadSize)
 	t.ring = nil
 	t.sendq.Free()
+	cmpi.Reap()
 	cmpi.Unlock()
 	// Nothing delivers any more (closed): hand back what waits.
 	t.dmu.Lock()
