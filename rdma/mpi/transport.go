@@ -231,7 +231,8 @@ type Transport struct {
 	// dmu orders deliveries: it is held while arrivals are taken from the
 	// inbox and delivered.
 	dmu     sync.Mutex
-	imu     sync.Mutex // inbox, held
+	imu     sync.Mutex   // inbox, held
+	waiting atomic.Int32 // len(inbox) + len(release), read without imu
 	inbox   []arrival
 	held    map[rdma.Addr][]*packet.Packet // arrivals for an unbound address, in order
 	release []arrival                      // held arrivals of an address bound again
@@ -388,6 +389,7 @@ func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error 
 	if h := t.held[a]; len(h) > 0 {
 		for _, pk := range h {
 			t.release = append(t.release, arrival{to: a, pk: pk})
+			t.waiting.Add(1)
 		}
 		delete(t.held, a)
 	}
@@ -871,6 +873,9 @@ func (t *Transport) Progress(w int) int {
 // deliver hands the arrivals waiting in the inbox to their Receivers; the
 // caller holds dmu.
 func (t *Transport) deliver(w int) int {
+	if t.waiting.Load() == 0 {
+		return 0 // nothing to deliver: no lock taken
+	}
 	n := 0
 	for {
 		t.imu.Lock()
@@ -879,10 +884,12 @@ func (t *Transport) deliver(w int) int {
 		case len(t.release) > 0:
 			a = t.release[0]
 			t.release[0] = arrival{}
+			t.waiting.Add(-1)
 			t.release = t.release[1:]
 		case len(t.inbox) > 0:
 			a = t.inbox[0]
 			t.inbox[0] = arrival{}
+			t.waiting.Add(-1)
 			t.inbox = t.inbox[1:]
 			if len(t.inbox) == 0 {
 				t.inbox = t.inbox[:0:0]
@@ -949,7 +956,7 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 	// answer travels while the bytes do; what the sender sends after its
 	// Put returns (the Done that says the bytes are there) waits here
 	// until the receive has completed.
-	if t.inPut[src] > 0 {
+	if len(t.inPut) > 0 && t.inPut[src] > 0 {
 		t.testOps()
 		if t.inPut[src] > 0 {
 			return false
@@ -1108,16 +1115,19 @@ func (t *Transport) arrive(w int, msg []byte, src int) bool {
 	if len(t.inbox) == 0 || t.inbox[len(t.inbox)-1].pk != nil {
 		if pk := t.build(w, to, msg); pk != nil {
 			t.inbox = append(t.inbox, arrival{to: to, pk: pk})
+			t.waiting.Add(1)
 			return true
 		}
 	}
 	t.inbox = append(t.inbox, arrival{to: to, raw: append([]byte(nil), msg...)})
+	t.waiting.Add(1)
 	return true
 }
 
 // pushFront puts a back at the head of the inbox; the caller holds imu.
 func (t *Transport) pushFront(a arrival) {
 	t.inbox = append(t.inbox, arrival{})
+	t.waiting.Add(1)
 	copy(t.inbox[1:], t.inbox)
 	t.inbox[0] = a
 }
