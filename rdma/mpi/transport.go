@@ -104,24 +104,12 @@ func giveLane(r *cmpi.Ring, lane, n, s int) {
 	laneMu.Unlock()
 }
 
-// live holds the open transports of this process (more than one only in
-// tests): a call waiting for an answer polls them all, since the answer
-// may be another transport's of this process to give.
-var live atomic.Pointer[[]*Transport]
-
-func setLive(t *Transport, on bool) {
-	laneMu.Lock()
-	defer laneMu.Unlock()
-	var cur []*Transport
-	if p := live.Load(); p != nil {
-		cur = *p
-	}
-	next := slices.DeleteFunc(slices.Clone(cur), func(o *Transport) bool { return o == t })
-	if on {
-		next = append(next, t)
-	}
-	live.Store(&next)
-}
+// calls counts the calls of this process waiting for a peer's answer
+// (Bind, Unbind, Put, Get): while there are any, every transport's poller
+// polls at its shortest period, since the answer may be another
+// transport's of this process to give (several transports in one
+// process: the tests).
+var calls atomic.Int32
 
 const (
 	chunkBits = 10
@@ -342,7 +330,6 @@ func New(cfg Config) (*Transport, error) {
 		return nil, fmt.Errorf("mpi: %w", err)
 	}
 	t.wg.Go(t.poller)
-	setLive(t, true)
 	return t, nil
 }
 
@@ -621,12 +608,12 @@ func (t *Transport) addOp(r cmpi.Request, o op) {
 // polls (it yields the processor; called from a fiber, it blocks the
 // fiber's worker). Arrivals it polls wait in the inbox for Progress.
 func (t *Transport) await(w *waiter) error {
+	calls.Add(1)
+	defer calls.Add(-1)
 	for spin := 0; !w.done.Load(); spin++ {
 		if cmpi.TryLock() {
-			for _, o := range *live.Load() {
-				if !o.closed.Load() {
-					o.pollLocked(packet.NoWorker)
-				}
+			if !t.closed.Load() {
+				t.pollLocked(packet.NoWorker)
 			}
 			cmpi.Unlock()
 		}
@@ -1233,7 +1220,7 @@ func (t *Transport) poller() {
 			return
 		case <-tm.C:
 		}
-		if now := t.polls.Load(); now != last {
+		if now := t.polls.Load(); now != last && calls.Load() == 0 {
 			// Someone drives progress: back off, but gradually, since
 			// that someone may call Progress only now and then while
 			// peers wait for answers.
@@ -1245,7 +1232,7 @@ func (t *Transport) poller() {
 				n = t.pollLocked(packet.NoWorker)
 			}
 			cmpi.Unlock()
-			if n > 0 {
+			if n > 0 || calls.Load() > 0 { // or a call of this process waits for an answer
 				delay = least
 			} else {
 				delay = min(2*delay, most)
@@ -1275,7 +1262,6 @@ func (t *Transport) Close() error {
 	if !t.closed.CompareAndSwap(false, true) {
 		return rdma.ErrClosed
 	}
-	setLive(t, false)
 	close(t.stop)
 	t.wg.Wait()
 	cmpi.Lock()
