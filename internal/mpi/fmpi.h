@@ -91,11 +91,10 @@ static int fmpi_test_count(MPI_Request *req, int *done, int *count) {
 
 // fmpi_request_free leaves req to MPI (see fmpi_ring_abandon for why
 // nothing is cancelled). Never used on a send to this process itself:
-// MPICH 4.0.2 then loses the message, and reuses the freed request while
-// its queue of messages to self still holds it (testdata/
-// mpich_freed_self_send.c; the receive that should match never
-// completes; in the conformance suite the corruption crashed a later
-// MPI_Irecv).
+// MPICH 4.0.2 then loses the message (testdata/mpich_freed_self_send.c:
+// the receive that should match never completes), and in the conformance
+// suite a later MPI_Irecv crashed in MPICH's request allocator — most
+// likely the freed request reused while still queued.
 static int fmpi_request_free(MPI_Request *req) {
 	if (*req == MPI_REQUEST_NULL) return MPI_SUCCESS;
 	return MPI_Request_free(req);
