@@ -30,6 +30,9 @@ var (
 	// ErrRequestActive is returned by IsendInto and IrecvInto given a
 	// request that is still pending.
 	ErrRequestActive = endpoint.ErrRequestActive
+	// ErrMessageUsed is returned by Mrecv and Imrecv for a Message
+	// already received.
+	ErrMessageUsed = endpoint.ErrMessageUsed
 	// ErrNotRegistered is returned by calls through a handle not
 	// registered with a caller (or no longer).
 	ErrNotRegistered = endpoint.ErrNotRegistered

@@ -16,6 +16,7 @@ type state struct {
 	owned bool   // id came from NewContext: Free releases it
 	freed bool   // Free was called (the owner's flag; read by the owner)
 	name  string
+	codec Codec // SendValue's and RecvValue's (value.go); nil means Gob
 
 	// The shared area of collectives through memory (shm.go), looked up
 	// once (shmChecked); nil when they go by messages. path forces the

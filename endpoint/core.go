@@ -156,6 +156,12 @@ func (c *core) deliverDirect(ctx uint32, src, tag int32, data []byte) bool {
 		return false
 	}
 	r.status.Source, r.status.Tag = src, tag
+	if r.kind == reqHold { // Mprobe's (mprobe.go)
+		r.buf = append([]byte(nil), data...)
+		r.status.Count = len(data)
+		r.complete()
+		return true
+	}
 	n := copy(r.buf, data)
 	r.status.Count = n
 	if n < len(data) {
@@ -168,6 +174,10 @@ func (c *core) deliverDirect(ctx uint32, src, tag int32, data []byte) bool {
 // matched joins a receive and the message (eager packet or RTS) it matched.
 func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 	r.status.Source, r.status.Tag = pk.Source, pk.Tag
+	if r.kind == reqHold { // Mprobe's: hold the message (mprobe.go)
+		c.hold(r, pk)
+		return
+	}
 	if c.tr != nil {
 		c.traceMatched(pk)
 	}

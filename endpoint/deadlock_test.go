@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/rdma/inproc"
@@ -237,10 +238,16 @@ func TestDeadlockOff(t *testing.T) {
 			done <- recvFrom(h, 1-h.Rank(), 0)
 		}()
 	}
-	waitBlocked(t, p)
-	d, ok := p.Deadlocked()
-	if !ok || !slices.Equal(d.Cycle, []int{0, 1, 0}) {
-		t.Fatalf("Deadlocked: %v %v", d, ok)
+	// Both callers blocked: until the second has registered, the state is
+	// a deadlock of one caller waiting on a rank with none.
+	for start := time.Now(); ; time.Sleep(time.Millisecond) {
+		d, ok := p.Deadlocked()
+		if ok && slices.Equal(d.Cycle, []int{0, 1, 0}) {
+			break
+		}
+		if time.Since(start) > time.Minute {
+			t.Fatalf("Deadlocked: %v %v", d, ok)
+		}
 	}
 	stop := errors.New("stop")
 	p.Abort(stop)

@@ -70,11 +70,12 @@
 //
 // # Blocking
 //
-// Send, Ssend, Recv, Probe, Endpoint.Wait, Request.WaitFor, WaitTimeout,
-// WaitForContext, WaitContext, WaitAll, WaitAny and WaitSome block: a fiber
+// Send, Ssend, Recv, Probe, Mprobe, Mrecv, Endpoint.Wait, Request.WaitFor,
+// WaitTimeout, WaitForContext, WaitContext, WaitAll, WaitAny and WaitSome
+// block: a fiber
 // yields, a goroutine parks. Request.Done is for goroutines (a select on
 // it blocks a fiber's worker).
-// Isend, Irecv, Iprobe, Test and Cancel never block, except that a send (or
+// Isend, Irecv, Iprobe, Improbe, Imrecv, Test and Cancel never block, except that a send (or
 // the withdrawal Cancel sends for an offered receive) finding the packet
 // pool exhausted waits for a packet (yielding or letting other goroutines
 // run) rather than drop or allocate without bound.
@@ -85,6 +86,35 @@
 // need ordinary Go run as goroutines (RunGoroutines). A fiber that keeps
 // its worker that way for Options.Watch.Stuck is reported once, with its
 // rank, its stack and the fix (a *StuckReport).
+//
+// # Environment
+//
+// The options a user sets at launch have environment variables, which fill
+// the Options fields a program leaves at zero: FIBERMPI_WORKERS,
+// FIBERMPI_EAGER_LIMIT, FIBERMPI_PROGRESS and FIBERMPI_PIN (EnvWorkers ...
+// EnvPin), besides FIBERMPI_BIND, FIBERMPI_TRANSPORT and FIBERMPI_TRACE
+// (checked too). Init rejects a
+// bad value with an *EnvError naming the variable. The table of every
+// FIBERMPI_ variable is doc/ENVIRONMENT.md in the repository.
+//
+// # Requests and statuses: this is the low-level shape
+//
+// This package's Request and Status are the byte-level ones, for layers
+// built on it: a Status counts bytes and carries ranks as int32 (the
+// packet header's fields); the waits take the caller's *fiber.Waiter
+// (WaitFor, WaitAll(w, ...)) because a layer's helper goroutine may wait
+// on another caller's behalf. Programs use package comm, whose Request[T],
+// CollRequest and Status are the user-facing shape: Status counts elements
+// of T with int ranks, every request is a comm.Waitable with Wait(), Test,
+// Done and WaitContext, and comm.WaitAll/WaitAny/WaitSome take any mix.
+//
+// # Matched probe
+//
+// Probe then Recv is racy when several callers receive on one endpoint
+// (ThreadMultiple): another may take the probed message in between.
+// Mprobe (and Improbe) match a message and take it out of matching at
+// once, returning a *Message that only Mrecv (or Imrecv) receives, on any
+// caller of the endpoint, once (MPI_Mprobe, MPI_Mrecv).
 //
 // # Failures end the job
 //

@@ -87,8 +87,18 @@ func (p *Process) connect() (rdma.Transport, error) {
 		// hosts are the same list everywhere), since tcp.New is
 		// collective.
 		oneNode := true
-		for _, h := range hosts {
+		for q, h := range hosts {
 			oneNode = oneNode && h == hosts[0]
+			if h == hosts[p.rank] {
+				if q < p.rank {
+					p.nodeRank++
+				}
+				p.nodeProcs++
+				// Processes simulated in one OS process (tests) share
+				// its threads: binding one would bind them all.
+				me := peers[p.rank]
+				p.sharedOS = p.sharedOS || (q != p.rank && me.pid != 0 && peers[q].pid == me.pid && peers[q].pidns == me.pidns)
+			}
 		}
 		var same, viaTCP []int
 		for q, h := range hosts {

@@ -89,9 +89,13 @@ func (m ProgressMode) String() string {
 const (
 	// ProcessSleepAfter is how long an idle fiber worker spins (then
 	// backs off) before it sleeps, in a job of several processes, unless
-	// Options.Fiber.SleepAfter says otherwise: a sleeping worker polls the
-	// transport only every Fiber.PollInterval, so a short spin would put
-	// that delay into every pause of a message stream.
+	// Options.Fiber.SleepAfter says otherwise. Over shared memory an
+	// arrival wakes a sleeping worker (fiber.Config.Alarm), but the wake-up
+	// costs the sender a system call and the receiver tens of
+	// microseconds; where nothing can wake it (TCP, progress modes other
+	// than ProgressIdle) a sleeping worker polls the transport only every
+	// Fiber.PollInterval. A short spin would put either delay into every
+	// pause of a message stream on a loaded machine.
 	ProcessSleepAfter   = 20 * time.Millisecond
 	DefaultEagerLimit   = packet.DefaultPayloadSize
 	DefaultMaxEndpoints = 1 << 20
@@ -125,7 +129,12 @@ type Options struct {
 	// Transport carries the packets; nil means a new in-process transport
 	// (the embedded default).
 	Transport rdma.Transport
-	// Fiber configures the scheduler beyond Workers (pinning, idle).
+	// Fiber configures the scheduler beyond Workers (pinning, idle). In a
+	// job of several processes on one node, each process binds itself and
+	// pins its workers to CPUs of its own when they fit, unless Fiber.Pin
+	// is set or FIBERMPI_BIND=none (EnvBind); over shared memory an idle
+	// worker's sleep ends at the first arrival (Fiber.Alarm is set to the
+	// transport's unless given).
 	Fiber fiber.Config
 	// Progress says who polls the transport (default ProgressIdle).
 	Progress ProgressMode
@@ -224,6 +233,11 @@ type Process struct {
 	rank, procs int
 	boot        Bootstrap
 	layout      *rdma.Layout
+	// nodeRank is this process's index among the nodeProcs processes of
+	// its node (known with real processes only; 0 and 0 otherwise);
+	// sharedOS is set when some of them are this OS process too (tests).
+	nodeRank, nodeProcs int
+	sharedOS            bool
 
 	mu      sync.Mutex
 	cores   []*core // this process's endpoints, in creation order
@@ -288,6 +302,10 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 	if level < ThreadSingle || level > ThreadMultiple {
 		return nil, fmt.Errorf("%w: %v", ErrThreadLevel, level)
 	}
+	opts, err := opts.fromEnv() // env.go
+	if err != nil {
+		return nil, err
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -326,10 +344,20 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 	}
 	p.local, _ = p.tr.(rdma.Local)
 	fcfg := opts.Fiber
+	var alarm rdma.Alarm
+	if opts.Progress == ProgressIdle {
+		alarm = alarmOf(p.tr)
+	}
 	if p.procs > 1 && fcfg.SleepAfter == 0 {
-		// Arrivals from other processes do not wake a sleeping worker
-		// before its next poll (PollInterval): spin longer first.
+		// Waking a sleeping worker costs the sender a system call and the
+		// receiver tens of microseconds, and without an alarm it waits for
+		// the next poll (PollInterval): spin longer first.
 		fcfg.SleepAfter = ProcessSleepAfter
+	}
+	p.bind(&fcfg)
+	if fcfg.Alarm == nil && alarm != nil {
+		// Arrivals from other processes wake a sleeping worker at once.
+		fcfg.Alarm = alarm
 	}
 	if opts.Progress == ProgressIdle {
 		userIdle := fcfg.Idle
@@ -414,6 +442,17 @@ func (p *Process) serve() {
 			runtime.Gosched() // long idle: let the Go scheduler run others
 		}
 	}
+}
+
+// alarmOf returns tr's Alarm, or nil if it has none.
+func alarmOf(tr rdma.Transport) rdma.Alarm {
+	switch t := tr.(type) {
+	case rdma.AlarmSource:
+		return t.Alarm()
+	case rdma.Alarm:
+		return t
+	}
+	return nil
 }
 
 // remote reports whether the endpoint at a is reached only by packets (the

@@ -42,6 +42,9 @@ type reqKind uint8
 const (
 	reqSend reqKind = iota + 1
 	reqRecv
+	// reqHold is Mprobe's receive without a buffer: the message it
+	// matches is held for a later Mrecv (mprobe.go), not delivered.
+	reqHold
 )
 
 // A Request is a pending send or receive. It completes once, after which
@@ -82,6 +85,11 @@ type Request struct {
 	// owner is the registration that started the request, for the
 	// deadlock watchdog (noteWait); nil if unknown.
 	owner *caller
+
+	// held is the message a reqHold request matched (mprobe.go): the
+	// eager packet or RTS, or nil with the data of a direct delivery in
+	// buf.
+	held *packet.Packet
 }
 
 // doneState is a request's Done channel, for one generation of it.

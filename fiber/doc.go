@@ -81,6 +81,13 @@
 // worker holds a P, so the default number of workers leaves one P for the
 // rest of the program.
 //
+// Work can also come from outside the process: a peer process's message,
+// which only the idle hook finds. A worker given an Alarm
+// (Config.Alarm; rdma/shm offers one) sleeps on its own futex word and
+// on the alarm's word in shared memory at once (futex_waitv, Linux 5.16),
+// so a Signal and a peer's send both wake it; without one, such work waits
+// for the sleeping worker's next poll (Config.PollInterval).
+//
 // # Blocking
 //
 // Every blocking call in fibermpi says what it does to its caller. In this

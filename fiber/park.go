@@ -25,6 +25,8 @@ type parker struct {
 	// thread if the word was 0.
 	word atomic.Uint32
 	ch   chan struct{} // capacity 1: a wake-up not yet taken
+	// args is futex_waitv's scratch memory (sleepAlarm).
+	args waitvArgs
 }
 
 func (p *parker) init() {
@@ -62,6 +64,21 @@ func (p *parker) sleep(d time.Duration) {
 	case <-t.C:
 	}
 	t.Stop()
+}
+
+// sleepAlarm is sleep that an Alarm's word ends too: it waits while the
+// parker's word holds 0 and word holds val (both at once, futex_waitv),
+// for at most d if d > 0. It reports false, having not slept, if that
+// cannot be done here (no futex, or a kernel without futex_waitv); the
+// caller then sleeps the plain way.
+func (p *parker) sleepAlarm(word *atomic.Uint32, val uint32, d time.Duration) bool {
+	if !p.futex || !haveWaitv.Load() {
+		return false
+	}
+	if p.word.Load() != 0 || word.Load() != val {
+		return true // woken already
+	}
+	return waitv(&p.args, &p.word, word, val, d)
 }
 
 // wake ends the current or next sleep; it never blocks and may be called

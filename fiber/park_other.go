@@ -14,6 +14,13 @@ func futexSleep(*atomic.Uint32, time.Duration) { panic("fiber: no futex on this 
 
 func futexWake(*atomic.Uint32) { panic("fiber: no futex on this platform") }
 
+// haveWaitv is false: no futex_waitv here, an Alarm is ignored.
+var haveWaitv atomic.Bool
+
+type waitvArgs struct{}
+
+func waitv(*waitvArgs, *atomic.Uint32, *atomic.Uint32, uint32, time.Duration) bool { return false }
+
 // pause is an idle worker's wait between two looks at its run queue once it
 // has spun hot for a while: here a busy wait of steps backoff steps.
 func pause(steps int) { backoff(steps) }

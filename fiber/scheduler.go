@@ -64,6 +64,12 @@ type Config struct {
 	// PollInterval bounds a sleep when Idle is set, so the hook still runs
 	// that often. Zero means 1ms.
 	PollInterval time.Duration
+	// Alarm, if set, also wakes a sleeping worker: the idle hook's source
+	// of work (another process's sends) rings it. Without one, work that
+	// reaches the hook and not a Signal waits for the next poll. It needs
+	// futex_waitv (Linux 5.16); elsewhere it is ignored and the poll
+	// remains.
+	Alarm Alarm
 }
 
 // withDefaults returns c with zero fields replaced by their defaults.
@@ -114,8 +120,8 @@ func (c Config) String() string {
 			pin = fmt.Sprintf("pinned to %v", d.CPUs)
 		}
 	}
-	return fmt.Sprintf("fiber.Config{workers=%d %s maxFibers/worker=%d idleHook=%t sleepAfter=%v pollInterval=%v}",
-		d.Workers, pin, d.MaxFibersPerWorker, d.Idle != nil, d.SleepAfter, d.PollInterval)
+	return fmt.Sprintf("fiber.Config{workers=%d %s maxFibers/worker=%d idleHook=%t alarm=%t sleepAfter=%v pollInterval=%v}",
+		d.Workers, pin, d.MaxFibersPerWorker, d.Idle != nil, d.Alarm != nil, d.SleepAfter, d.PollInterval)
 }
 
 // A Scheduler runs fibers on a fixed set of workers. Its methods may be

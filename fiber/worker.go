@@ -200,8 +200,9 @@ func (w *worker) loop() {
 	}
 }
 
-// sleep parks the worker until signal, Spawn or Close wakes it, or, when an
-// idle hook is set, until PollInterval passes so the hook runs again.
+// sleep parks the worker until signal, Spawn or Close wakes it, or the
+// Alarm rings, or, when an idle hook is set, until PollInterval passes so
+// the hook runs again.
 func (w *worker) sleep() {
 	w.park.prepare()
 	w.sleeping.Store(true)
@@ -210,9 +211,23 @@ func (w *worker) sleep() {
 		if w.s.cfg.Idle != nil {
 			d = w.s.cfg.PollInterval
 		}
-		w.park.sleep(d)
+		if a := w.s.cfg.Alarm; a == nil || !w.sleepAlarm(a, d) {
+			w.park.sleep(d)
+		}
 	}
 	w.sleeping.Store(false)
+}
+
+// sleepAlarm sleeps until the worker's own wake or a's, as sleep; it
+// reports false, having not slept, where it cannot (no futex_waitv).
+func (w *worker) sleepAlarm(a Alarm, d time.Duration) bool {
+	word, val, ok := a.Arm()
+	slept := true
+	if ok {
+		slept = w.park.sleepAlarm(word, val, d)
+	}
+	a.Disarm()
+	return slept
 }
 
 // hasWork reports whether anything is runnable or queued.

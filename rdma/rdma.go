@@ -62,6 +62,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/fibermpi/fibermpi/packet"
@@ -177,6 +178,28 @@ type Sleeper interface {
 	// so it must not be called from a fiber, and a worker calls it only
 	// when it has nothing else to run.
 	Sleep(max time.Duration)
+}
+
+// Alarm is implemented by transports whose peers can wake a sleeping
+// thread of this process through a futex word in memory they share
+// (rdma/shm): Arm reads the word, announces a sleeper and reports whether
+// an arrival may be pending already; a peer that sends after Arm either is
+// seen by that check or sees the sleeper and changes the word and wakes
+// it. Every Arm is followed by one Disarm. Its method set is
+// fiber.Alarm's: the endpoint layer hands it to the fiber scheduler, whose
+// idle workers then sleep until an arrival or a local wake-up, whichever
+// comes first, instead of polling.
+type Alarm interface {
+	Arm() (word *atomic.Uint32, val uint32, ok bool)
+	Disarm()
+}
+
+// AlarmSource is implemented by transports that may have an Alarm to
+// offer (rdma/route: its backend's, when exactly one backend carries the
+// other processes' traffic and has one). Alarm returns nil when there is
+// none.
+type AlarmSource interface {
+	Alarm() Alarm
 }
 
 // Errors of transports.

@@ -239,7 +239,7 @@ done
 
 # --- summary -------------------------------------------------------------------
 {
-	echo "# make bench-mpi$([ "$QUICK" = 1 ] && echo -quick)$([ "$TCP" = 1 ] && echo " (-tcp: between processes over loopback TCP)"): OSU-method benchmarks, fibermpi vs MPICH vs Open MPI"
+	echo "# make bench-mpi$([ "$QUICK" = 1 ] && echo -quick)$([ "$ONLY8" = 1 ] && echo " (-coll8: the 8-rank collectives only)")$([ "$TCP" = 1 ] && echo " (-tcp: between processes over loopback TCP)"): OSU-method benchmarks, fibermpi vs MPICH vs Open MPI"
 	echo "# started $START, finished $(date -u +%FT%TZ); $ROUNDS rounds, interleaved (round > benchmark > contender)"
 	echo "# machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(uname -sr)"
 	echo "# load average (1/5/15 min) before: $LOAD_BEFORE; after: $(cut -d' ' -f1-3 /proc/loadavg)"

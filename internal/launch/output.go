@@ -99,8 +99,13 @@ func (o *outputs) finish(d time.Duration) {
 	<-done
 }
 
-// pump copies r to w line by line, each line prefixed; a last line without
-// a newline gets one.
+// maxLine bounds what a pump holds of one line: a longer line is written
+// in pieces of about this size, and only then may another rank's lines
+// come between them.
+const maxLine = 1 << 20
+
+// pump copies r to w line by line, each line prefixed and written whole (up
+// to maxLine); a last line without a newline gets one.
 func (o *outputs) pump(r *os.File, w io.Writer, prefix string) {
 	defer o.pumps.Done()
 	br := bufio.NewReaderSize(r, 32<<10)
@@ -109,18 +114,21 @@ func (o *outputs) pump(r *os.File, w io.Writer, prefix string) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if len(chunk) > 0 {
-			buf = buf[:0]
 			if atStart {
 				buf = append(buf, prefix...)
 			}
 			buf = append(buf, chunk...)
 			atStart = chunk[len(chunk)-1] == '\n'
-			if !atStart && err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-				buf = append(buf, '\n')
-			}
-			w.Write(buf)
 		}
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+		partial := errors.Is(err, bufio.ErrBufferFull)
+		if !atStart && err != nil && !partial {
+			buf = append(buf, '\n')
+		}
+		if len(buf) > 0 && (!partial || len(buf) >= maxLine) {
+			w.Write(buf)
+			buf = buf[:0]
+		}
+		if err != nil && !partial {
 			return
 		}
 	}

@@ -40,9 +40,10 @@ type Transport struct {
 }
 
 var (
-	_ rdma.Transport = (*Transport)(nil)
-	_ rdma.Local     = (*Transport)(nil)
-	_ rdma.Sleeper   = (*Transport)(nil)
+	_ rdma.Transport   = (*Transport)(nil)
+	_ rdma.Local       = (*Transport)(nil)
+	_ rdma.Sleeper     = (*Transport)(nil)
+	_ rdma.AlarmSource = (*Transport)(nil)
 )
 
 // Adopter is implemented by backends (rdma/tcp) that can serve Put and
@@ -317,6 +318,22 @@ func (t *Transport) Sleep(max time.Duration) {
 	if len(t.remote) == 0 {
 		time.Sleep(max)
 	}
+}
+
+// Alarm returns the Alarm of the backend that carries the traffic to
+// every other process, if there is exactly one and it has one (rdma/shm),
+// else nil: a sleeper of this process then polls.
+func (t *Transport) Alarm() rdma.Alarm {
+	if len(t.remote) != 1 {
+		return nil
+	}
+	switch b := t.remote[0].(type) {
+	case rdma.AlarmSource:
+		return b.Alarm()
+	case rdma.Alarm:
+		return b
+	}
+	return nil
 }
 
 // Close closes every backend; every later call fails with rdma.ErrClosed.

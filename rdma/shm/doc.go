@@ -115,14 +115,18 @@
 // producer wakes it or a time limit passes. The sleeper reads the futex
 // word's value, adds itself to the segment's waiter count, then looks at
 // its rings; a producer publishes its record, then reads the waiter count
-// and, if it is not zero, bumps the futex word and calls FUTEX_WAKE. All
+// and, if it is not zero, bumps the futex word and calls FUTEX_WAKE for one
+// sleeper (the one that delivers the arrival wakes the others' fibers). All
 // four are sequentially consistent atomics on shared memory, so at least
 // one side sees the other's write: either the sleeper sees the record and
 // does not wait, or the producer sees the sleeper and wakes it; FUTEX_WAIT
 // itself returns at once if the word changed since the sleeper read it.
 // No wake-up is lost. Producers make the system call only while someone
 // sleeps; otherwise the only cost is one load of a line that changes only
-// when the receiver goes to sleep or wakes.
+// when the receiver goes to sleep or wakes. Arm and Disarm are Sleep's two
+// halves (rdma.Alarm), for a sleeper that also waits on a word of its own:
+// a fiber worker waits on its private futex word and on this one at once,
+// so that both a fiber's wake-up and an arrival end its sleep.
 //
 // # Using it
 //

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fibermpi/fibermpi/packet"
-	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/rdma/rdmatest"
 	"github.com/fibermpi/fibermpi/rdma/shm"
 )
 
@@ -22,22 +22,6 @@ func TestMain(m *testing.M) {
 		os.Exit(runChild(child))
 	}
 	goleak.VerifyTestMain(m)
-}
-
-// layoutFor returns a layout of procs processes with at least endpoints
-// addresses, address a owned by process a % procs.
-func layoutFor(procs, endpoints int) *rdma.Layout {
-	l := rdma.NewLayout(procs)
-	ones := make([]int, procs)
-	for i := range ones {
-		ones[i] = 1
-	}
-	for l.Len() < endpoints {
-		if _, err := l.Append(ones); err != nil {
-			panic(err)
-		}
-	}
-	return l
 }
 
 // job is n transports of one test process, each standing for a process
@@ -55,14 +39,14 @@ type job struct {
 // /dev/shm.
 func newJob(t testing.TB, n, endpoints int, cfg func(rank int) shm.Config) *job {
 	t.Helper()
-	ex := newMemJob(n)
+	ex := rdmatest.MemExchange(n)
 	j := &job{trs: make([]*shm.Transport, n), id: ex[0].JobID(), stop: make(chan struct{})}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {
 		c := cfg(r)
 		c.Exchange = ex[r]
-		c.Layout = layoutFor(n, endpoints)
+		c.Layout = rdmatest.LayoutFor(n, endpoints)
 		for p := range n {
 			if p != r {
 				c.Peers = append(c.Peers, p)

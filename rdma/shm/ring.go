@@ -186,11 +186,11 @@ func (o *outRing) publish(size uint64) {
 	o.ctl.tail.Store(o.tail)
 }
 
-// wake wakes the receiver's sleeping goroutines, if there are any. It
+// wake wakes one of the receiver's sleeping threads, if there are any. It
 // runs after publish: see doc.go, "Sleeping".
 func (o *outRing) wake() {
 	if o.seg.hdr.waiters.Load() != 0 {
-		wakeAll(o.seg.hdr)
+		wakeOne(o.seg.hdr)
 	}
 }
 

@@ -62,8 +62,8 @@ type segHeader struct {
 	// publishes a record: see doc.go, "Sleeping").
 	waiters atomic.Uint32
 	// seq is the futex word: a producer that saw waiters != 0 adds one
-	// and wakes every waiter; a sleeper waits while it holds the value it
-	// read before announcing itself.
+	// and wakes a waiter (Close wakes them all); a sleeper waits while it
+	// holds the value it read before announcing itself.
 	seq atomic.Uint32
 	_   cpu.CacheLinePad
 }

@@ -80,6 +80,7 @@ type Transport struct {
 var (
 	_ rdma.Transport = (*Transport)(nil)
 	_ rdma.Sleeper   = (*Transport)(nil)
+	_ rdma.Alarm     = (*Transport)(nil)
 )
 
 // exchangeKey is the key of this transport's record in the Exchange.
@@ -609,7 +610,7 @@ func (t *Transport) drain() int {
 		ir.take.unlock()
 	}
 	if queued > 0 && t.self.hdr.waiters.Load() != 0 {
-		wakeAll(t.self.hdr) // a sleeper of this process has packets to deliver
+		wakeOne(t.self.hdr) // a sleeper of this process has packets to deliver
 	}
 	return n
 }

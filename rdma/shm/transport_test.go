@@ -15,6 +15,7 @@ import (
 
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/rdma/rdmatest"
 	"github.com/fibermpi/fibermpi/rdma/shm"
 )
 
@@ -460,7 +461,7 @@ func TestMutualPutsFromReceive(t *testing.T) {
 
 // TestConfig: bad configurations fail with ErrInvalidConfig and say why.
 func TestConfig(t *testing.T) {
-	ex := newMemJob(2)
+	ex := rdmatest.MemExchange(2)
 	good := func() shm.Config { return shm.Config{Exchange: ex[0], Layout: rdma.NewLayout(2), Peers: []int{1}} }
 	if err := good().Validate(); err != nil {
 		t.Fatalf("a good config: %v", err)
@@ -539,7 +540,7 @@ func TestLimits(t *testing.T) {
 // TestStaleSegment: New refuses to start over a segment file of the same
 // job (an earlier job with the same id left it), saying so, and leaves it.
 func TestStaleSegment(t *testing.T) {
-	ex := newMemJob(1)
+	ex := rdmatest.MemExchange(1)
 	stale := filepath.Join(shm.DefaultDir, fmt.Sprintf("fibermpi-%s-0", ex[0].JobID()))
 	if err := os.WriteFile(stale, nil, 0o600); err != nil {
 		t.Skipf("cannot write %s: %v", shm.DefaultDir, err)
@@ -554,7 +555,7 @@ func TestStaleSegment(t *testing.T) {
 // TestPeersDisagree: a process that lists a peer that does not list it
 // back fails with an error naming the disagreement.
 func TestPeersDisagree(t *testing.T) {
-	ex := newMemJob(3)
+	ex := rdmatest.MemExchange(3)
 	errs := make([]error, 3)
 	trs := make([]*shm.Transport, 3)
 	var wg sync.WaitGroup
@@ -578,7 +579,7 @@ func TestPeersDisagree(t *testing.T) {
 	}
 	// 1 and 2 do not list each other, and 0 lists both: consistent. Now
 	// make 2 list 1 without 1 listing 2.
-	ex = newMemJob(3)
+	ex = rdmatest.MemExchange(3)
 	peers = [][]int{{1, 2}, {0}, {0, 1}}
 	for r := range 3 {
 		wg.Go(func() {

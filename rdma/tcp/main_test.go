@@ -6,40 +6,24 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/rdma/rdmatest"
 	"github.com/fibermpi/fibermpi/rdma/tcp"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// layoutFor returns a layout of procs processes with at least endpoints
-// addresses, address a owned by process a % procs.
-func layoutFor(procs, endpoints int) *rdma.Layout {
-	l := rdma.NewLayout(procs)
-	ones := make([]int, procs)
-	for i := range ones {
-		ones[i] = 1
-	}
-	for l.Len() < endpoints {
-		if _, err := l.Append(ones); err != nil {
-			panic(err)
-		}
-	}
-	return l
-}
-
 // newJob makes n transports on loopback at once (New is collective), each
 // reaching all others, and closes them at the test's end.
 func newJob(t testing.TB, n, endpoints int, cfg func(rank int) tcp.Config) []*tcp.Transport {
 	t.Helper()
-	ex := newMemJob(n)
+	ex := rdmatest.MemExchange(n)
 	trs := make([]*tcp.Transport, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {
 		c := cfg(r)
 		c.Exchange = ex[r]
-		c.Layout = layoutFor(n, endpoints)
+		c.Layout = rdmatest.LayoutFor(n, endpoints)
 		for p := range n {
 			if p != r {
 				c.Peers = append(c.Peers, p)

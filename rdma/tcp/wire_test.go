@@ -56,6 +56,16 @@ func (l *logs) logf(format string, args ...any) {
 	l.lines = append(l.lines, fmt.Sprintf(format, args...))
 }
 
+// awaited is matching after waiting, at most 5 s, for a first line with s:
+// a failure is logged just after it is published (CheckPeers sees it
+// first).
+func (l *logs) awaited(s string) int {
+	for deadline := time.Now().Add(5 * time.Second); l.matching(s) == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	return l.matching(s)
+}
+
 func (l *logs) matching(s string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -194,7 +204,7 @@ func TestBadInput(t *testing.T) {
 			if err := f.tr.Put(1, rdma.Region{Len: 1}, 0, []byte{1}); !errors.Is(err, c.want) {
 				t.Errorf("Put after the failure: %v; want %v", err, c.want)
 			}
-			if n := f.log.matching(c.log); n != 1 {
+			if n := f.log.awaited(c.log); n != 1 {
 				t.Errorf("%d log lines mention %q, want 1: %q", n, c.log, f.log.lines)
 			}
 		})
@@ -272,10 +282,7 @@ func TestForeignConnection(t *testing.T) {
 			t.Errorf("%s: the transport answered a refused greeting", c.log)
 		}
 		_ = nc.Close()
-		for deadline := time.Now().Add(5 * time.Second); f.log.matching(c.log) == 0 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
-		if n := f.log.matching(c.log); n != 1 {
+		if n := f.log.awaited(c.log); n != 1 {
 			t.Errorf("%d log lines mention %q, want 1: %q", n, c.log, f.log.lines)
 		}
 	}

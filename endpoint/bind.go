@@ -1,0 +1,56 @@
+package endpoint
+
+import (
+	"os"
+	"runtime"
+
+	"github.com/fibermpi/fibermpi/fiber"
+)
+
+// EnvBind chooses how the processes of a node are placed on its CPUs:
+// "core" (the default) gives each process an equal share of the CPUs they
+// may use, one block each, binds the process to its share and pins each of
+// its workers to one CPU of it, when every process's workers fit in its
+// share; "none" leaves the placement to the kernel. Open MPI binds by
+// default too (to a core for small jobs). Set Options.Fiber.Pin to place
+// the workers yourself.
+const EnvBind = "FIBERMPI_BIND"
+
+// bind binds this process to its share of the node's CPUs and its workers
+// to CPUs of that share (EnvBind), in a job of several processes on this
+// node, by setting cfg's Pin and CPUs and the affinity of the process's
+// threads. It does nothing when the caller placed the workers, when
+// binding is off, when this process is alone on its node or shares its OS
+// process with others of the job (processes simulated in tests), when the
+// workers would not fit in a share (oversubscribed: the kernel balances
+// better then), and where threads cannot be bound.
+//
+// Why: two processes that poll each other's rings each need a CPU; left
+// to the kernel, a Go runtime thread of one (sysmon, the thread that hands
+// a preempted locked worker its P back) wakes on the other's CPU and stops
+// its worker, and a worker may be moved away from its caches. Bound, each
+// process's helper threads share its own CPUs. The share, not the workers'
+// CPUs alone, so that the process's own goroutines keep the CPUs it would
+// have had.
+func (p *Process) bind(cfg *fiber.Config) {
+	if cfg.Pin || p.nodeProcs < 2 || p.sharedOS || os.Getenv(EnvBind) == "none" {
+		return
+	}
+	workers := cfg.Workers
+	if workers == 0 {
+		workers = max(runtime.GOMAXPROCS(0)-1, 1)
+	}
+	allowed, err := allowedCPUs()
+	if err != nil {
+		return
+	}
+	share := len(allowed) / p.nodeProcs
+	if workers > share {
+		return
+	}
+	mine := allowed[p.nodeRank*share : (p.nodeRank+1)*share]
+	if bindThreads(mine) != nil {
+		return
+	}
+	cfg.Pin, cfg.CPUs = true, mine[:workers]
+}

@@ -1,0 +1,75 @@
+//go:build linux
+
+package endpoint_test
+
+import (
+	"fmt"
+	"regexp"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fibermpi/fibermpi/endpoint"
+	"github.com/fibermpi/fibermpi/internal/fmpitest"
+)
+
+// TestProcessesBoundToOwnCPUs: two processes of one node with one worker
+// each are bound to half of the CPUs each, different halves; with
+// FIBERMPI_BIND=none neither is bound.
+func TestProcessesBoundToOwnCPUs(t *testing.T) {
+	if fmpitest.Child() {
+		bindChild(t)
+		return
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Skipf("sched_getaffinity: %v", err)
+	}
+	if set.Count() < 2 {
+		t.Skipf("this process may use %d CPU: two processes cannot have one each", set.Count())
+	}
+	line := regexp.MustCompile(`rank (\d) bound to (\d+) CPUs, first (\d+)`)
+	out, err := fmpitest.RunTest(t, 2, fmpitest.Options{})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	got := line.FindAllStringSubmatch(out, -1)
+	if len(got) != 2 {
+		t.Fatalf("%d processes reported their CPUs, want 2:\n%s", len(got), out)
+	}
+	half := fmt.Sprint(set.Count() / 2)
+	if got[0][2] != half || got[1][2] != half || got[0][3] == got[1][3] {
+		t.Fatalf("want each process bound to %s CPUs of its own, got %q and %q", half, got[0][0], got[1][0])
+	}
+	out, err = fmpitest.RunTest(t, 2, fmpitest.Options{Env: []string{endpoint.EnvBind + "=none"}})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, m := range line.FindAllStringSubmatch(out, -1) {
+		if m[2] != fmt.Sprint(set.Count()) {
+			t.Errorf("with %s=none: %q, want all %d CPUs", endpoint.EnvBind, m[0], set.Count())
+		}
+	}
+}
+
+func bindChild(t *testing.T) {
+	p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Finalize()
+	runtime.LockOSThread() // read this thread's mask, not a random one's
+	defer runtime.UnlockOSThread()
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	first := -1
+	for c := 0; first < 0 && c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			first = c
+		}
+	}
+	fmt.Printf("rank %d bound to %d CPUs, first %d\n", p.Rank(), set.Count(), first)
+}

@@ -1,0 +1,146 @@
+package endpoint
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// The environment variables a user sets at launch (fmpirun passes its
+// environment to every process). Each fills an Options field the program
+// left at its zero value, so a program's explicit choice wins; Init
+// rejects a value it cannot parse with an *EnvError naming the variable.
+// doc/ENVIRONMENT.md has the table of every FIBERMPI_ variable.
+const (
+	// EnvWorkers sets Options.Workers: the number of fiber workers, a
+	// positive integer.
+	EnvWorkers = "FIBERMPI_WORKERS"
+	// EnvEagerLimit sets Options.EagerLimit: the largest message sent
+	// eagerly, in bytes (a suffix k or K means KiB), at most the packet
+	// payload size; a negative value sends everything by rendezvous.
+	EnvEagerLimit = "FIBERMPI_EAGER_LIMIT"
+	// EnvProgress sets Options.Progress: "idle", "server" or "caller".
+	EnvProgress = "FIBERMPI_PROGRESS"
+	// EnvPin sets Options.Fiber.Pin and CPUs: "0" or "1" (false, true:
+	// pin worker i to the i-th CPU the process may use), or a CPU list
+	// such as "0,2,4-7" (pin worker i to its i-th CPU, round robin).
+	EnvPin = "FIBERMPI_PIN"
+)
+
+// ErrEnv is matched by an *EnvError.
+var ErrEnv = errors.New("endpoint: bad environment variable")
+
+// EnvError reports an environment variable whose value Init cannot use.
+type EnvError struct {
+	Name, Value string
+	Reason      string
+}
+
+func (e *EnvError) Error() string {
+	return fmt.Sprintf("endpoint: %s=%q: %s", e.Name, e.Value, e.Reason)
+}
+
+// Is reports whether target is ErrEnv.
+func (e *EnvError) Is(target error) bool { return target == ErrEnv }
+
+// withEnv returns o with the zero fields that the environment (looked up
+// with lookup) sets filled in, or the first bad variable's *EnvError.
+func (o Options) withEnv(lookup func(string) (string, bool)) (Options, error) {
+	bad := func(name, v, reason string) (Options, error) {
+		return o, &EnvError{Name: name, Value: v, Reason: reason}
+	}
+	if v, ok := lookup(EnvWorkers); ok && v != "" && o.Workers == 0 && o.Fiber.Workers == 0 {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return bad(EnvWorkers, v, "want a positive number of workers")
+		}
+		o.Workers = n
+	}
+	if v, ok := lookup(EnvEagerLimit); ok && v != "" && o.EagerLimit == 0 {
+		s, mult := strings.TrimSpace(v), 1
+		if t, found := strings.CutSuffix(strings.ToLower(s), "k"); found {
+			s, mult = t, 1024
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return bad(EnvEagerLimit, v, "want a number of bytes (e.g. 4096 or 4k), or -1 for no eager messages")
+		}
+		if n < 0 {
+			n, mult = -1, 1
+		}
+		if n == 0 {
+			return bad(EnvEagerLimit, v, "0 is the default's own value; unset the variable instead")
+		}
+		payload := o.withDefaults().PayloadSize
+		if n*mult > payload {
+			return bad(EnvEagerLimit, v, fmt.Sprintf("exceeds the packet payload size, %d bytes", payload))
+		}
+		o.EagerLimit = n * mult
+	}
+	if v, ok := lookup(EnvProgress); ok && v != "" && o.Progress == ProgressIdle {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "idle":
+			o.Progress = ProgressIdle
+		case "server":
+			o.Progress = ProgressServer
+		case "caller":
+			o.Progress = ProgressCaller
+		default:
+			return bad(EnvProgress, v, `want "idle", "server" or "caller"`)
+		}
+	}
+	if v, ok := lookup(EnvPin); ok && v != "" && !o.Fiber.Pin {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "0", "false", "no", "off":
+		case "1", "true", "yes", "on":
+			o.Fiber.Pin = true
+		default:
+			cpus, err := parseCPUList(v)
+			if err != nil {
+				return bad(EnvPin, v, err.Error())
+			}
+			o.Fiber.Pin, o.Fiber.CPUs = true, cpus
+		}
+	}
+	if v, ok := lookup(EnvTransport); ok && v != "" {
+		switch v {
+		case "tcp", "shm":
+		case "mpi":
+			if !mpiBuilt {
+				return bad(EnvTransport, v, "this program is built without the tag mpi")
+			}
+		default:
+			return bad(EnvTransport, v, `want "tcp", "shm" or "mpi" (or unset: shared memory within a node, TCP or MPI between)`)
+		}
+	}
+	if v, ok := lookup(EnvBind); ok && v != "" && v != "core" && v != "none" {
+		return bad(EnvBind, v, `want "core" or "none"`)
+	}
+	return o, nil
+}
+
+// fromEnv is withEnv of the process's environment.
+func (o Options) fromEnv() (Options, error) { return o.withEnv(os.LookupEnv) }
+
+// parseCPUList parses "0,2,4-7" into [0 2 4 5 6 7].
+func parseCPUList(s string) ([]int, error) {
+	var cpus []int
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		if err != nil || a < 0 || b < a {
+			return nil, fmt.Errorf("want 0, 1 or a CPU list such as 0,2,4-7 (bad part %q)", part)
+		}
+		for c := a; c <= b; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
