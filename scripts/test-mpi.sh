@@ -4,15 +4,16 @@
 # with apt-get when missing (root). Steps, each bounded by timeout:
 #   1. vet of the cgo packages against both MPIs;
 #   2. the rdma conformance suite over the transport (several transports
-#      of one process, one MPI rank, every message through MPI) — over
-#      Open MPI; over MPICH it is skipped with the reason printed (MPICH
-#      4.0.2 crashes inside MPI_Irecv when a process makes and closes
-#      dozens of transports, as the suite does: see rdma/mpi's doc);
+#      of one process, one MPI rank, every message through MPI) over
+#      MPICH and over Open MPI;
 #   3. the red-black example's mpi and hybrid variants as real processes
 #      under mpiexec.mpich and mpirun.openmpi, -n 2, 3 and 4, every pair
 #      over the MPI transport (FIBERMPI_TRANSPORT=mpi), each grid checked
 #      bit for bit against the sequential one;
-#   4. fmpi-osu latency and bw at 8 B under both, as a smoke run.
+#   4. the multi-process harness (internal/jobtest's real jobs of the
+#      endpoint and comm tests: point-to-point, flood, collectives,
+#      communicators) under mpiexec.mpich and mpirun.openmpi, -n 2..4;
+#   5. fmpi-osu latency and bw at 8 B under both, as a smoke run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -38,9 +39,9 @@ echo "== vet (MPICH, Open MPI)"
 $GO vet -tags mpi "${PKGS[@]}"
 $GO vet -tags mpi,ompi "${PKGS[@]}"
 
-echo "== conformance over Open MPI"
+echo "== conformance over MPICH, Open MPI"
+timeout 300 $GO test -tags mpi -count=1 -timeout 240s ./rdma/mpi
 timeout 300 $GO test -tags mpi,ompi -count=1 -timeout 240s ./rdma/mpi
-echo "== conformance over MPICH: SKIPPED — MPICH 4.0.2 (ch4:ucx) segfaults in MPI_Irecv once a process has made and closed dozens of transports (the suite makes about 70); one transport per process, as a job has, runs below"
 
 BIN=$(mktemp -d)
 trap 'rm -rf "$BIN"' EXIT
@@ -70,6 +71,44 @@ for n in 2 3 4; do
 	run "mpiexec.mpich -n $n" 2 mpiexec.mpich -n "$n" "$BIN/rb-mpich" -variant mpi,hybrid -n 128 -iters 20 -progress 0
 	run "mpirun.openmpi -n $n" 2 mpirun.openmpi -n "$n" "$BIN/rb-ompi" -variant mpi,hybrid -n 128 -iters 20 -progress 0
 done
+
+# The multi-process harness (internal/jobtest) over the transport: each
+# process is the test binary running one real-job subtest as a child
+# (FMPITEST_CHILD=1, as under fmpirun), launched by the MPI's own launcher,
+# joined by the MPI bootstrap, every pair over rdma/mpi. One job per
+# launch: MPI cannot be initialized again after MPI_Finalize.
+$GO test -tags mpi -c -o "$BIN/endpoint-mpich.test" ./endpoint
+$GO test -tags mpi,ompi -c -o "$BIN/endpoint-ompi.test" ./endpoint
+$GO test -tags mpi -c -o "$BIN/comm-mpich.test" ./comm
+$GO test -tags mpi,ompi -c -o "$BIN/comm-ompi.test" ./comm
+job() { # n, binary (endpoint|comm), subtest pattern
+	local n=$1 bin=$2 pat=$3 mpi out rc want=$1
+	for mpi in mpich ompi; do
+		local l=(mpiexec.mpich -n "$n")
+		[ $mpi = ompi ] && l=(mpirun.openmpi -n "$n")
+		rc=0
+		out=$(FMPITEST_CHILD=1 FIBERMPI_TRANSPORT=mpi timeout 60 "${l[@]}" "$BIN/$bin-$mpi.test" -test.run "$pat" -test.v -test.timeout 50s 2>&1) || rc=$?
+		# Every process reports the leaf subtest passed.
+		local got
+		got=$(grep -cE -- '^ +--- PASS: .*/procs=2/fmpirun ' <<<"$out" || true)
+		if [ "$rc" -ne 0 ] || [ "$got" -ne "$want" ]; then
+			echo "FAIL $bin $pat under ${l[*]} (exit $rc, $got of $want processes passed)"
+			echo "$out" | grep -v 'UCX  WARN' | tail -20
+			fail=1
+		else
+			echo "ok   $bin $pat under ${l[*]}"
+		fi
+	done
+}
+echo "== multi-process harness over the MPI transport"
+job 2 endpoint 'TestJobPointToPoint/ranks=2/THREAD_SINGLE/procs=2/fmpirun$'
+job 2 endpoint 'TestJobFlood/procs=2/fmpirun$'
+job 2 comm 'TestJobCommunicators/procs=2/fmpirun$'
+job 3 endpoint 'TestJobPointToPoint/ranks=3/THREAD_MULTIPLE/procs=2/fmpirun$'
+job 3 comm 'TestJobCollectives/ranks=3/procs=2/fmpirun$'
+job 4 endpoint 'TestJobPointToPoint/ranks=5/THREAD_SINGLE/procs=2/fmpirun$'
+job 4 comm 'TestJobCollectives/ranks=4/procs=2/fmpirun$'
+job 4 comm 'TestJobCommunicators/procs=2/fmpirun$'
 
 echo "== fmpi-osu smoke (latency, bw at 8 B)"
 for b in latency bw; do

@@ -90,7 +90,11 @@ static int fmpi_test_count(MPI_Request *req, int *done, int *count) {
 }
 
 // fmpi_request_free leaves req to MPI (see fmpi_ring_abandon for why
-// nothing is cancelled).
+// nothing is cancelled). Never used on a send to this process itself:
+// MPICH 4.0.2 then loses the message (testdata/mpich_freed_self_send.c:
+// the receive that should match never completes), and in the conformance
+// suite a later MPI_Irecv crashed in MPICH's request allocator — most
+// likely the freed request reused while still queued.
 static int fmpi_request_free(MPI_Request *req) {
 	if (*req == MPI_REQUEST_NULL) return MPI_SUCCESS;
 	return MPI_Request_free(req);
@@ -273,6 +277,24 @@ static int fmpi_send(fmpi_sendq *q, const void *head, int hn, const void *body, 
 	return MPI_SUCCESS;
 }
 
+static void fmpi_sendq_recycle(fmpi_sendq *q, char *b);
+
+// fmpi_send_now is fmpi_send, then one MPI_Test of that send: a small
+// message the MPI took at once (eager, copied out) gives its buffer back
+// here instead of waiting for the next test of the queue.
+static int fmpi_send_now(fmpi_sendq *q, const void *head, int hn, const void *body, int bn, int dest, int tag) {
+	int e = fmpi_send(q, head, hn, body, bn, dest, tag);
+	if (e != MPI_SUCCESS) return e;
+	int i = q->active - 1, flag = 0;
+	e = MPI_Test(&q->req[i], &flag, MPI_STATUS_IGNORE);
+	if (e == MPI_SUCCESS && flag) {
+		fmpi_sendq_recycle(q, q->buf[i]);
+		q->buf[i] = NULL;
+		q->active = i;
+	}
+	return e;
+}
+
 static void fmpi_sendq_recycle(fmpi_sendq *q, char *b) {
 	if (q->nfree == q->free_cap) {
 		int cap = q->free_cap ? 2 * q->free_cap : 64;
@@ -309,16 +331,22 @@ static int fmpi_sendq_test(fmpi_sendq *q, int *err) {
 	return w;
 }
 
-// fmpi_sendq_free frees the queue. Sends still active are left to MPI
-// (MPI_Request_free: they complete if their receiver ever takes them), and
-// their buffers are not freed, since MPI may still read them: Open MPI
-// cannot cancel a send. The caller waits for its sends before, with a
-// bound, so this leaks only what a vanished peer never took.
+// fmpi_poll is one poll of a transport in one cgo call: it retires the
+// completed sends of q (if any is active), then cycles r (see
+// fmpi_ring_cycle). *active gets the sends still active.
+static int fmpi_poll(fmpi_sendq *q, fmpi_ring *r, int done, int max, int *active, int *err) {
+	int e1 = MPI_SUCCESS, e2 = MPI_SUCCESS;
+	*active = q->active ? fmpi_sendq_test(q, &e1) : 0;
+	int n = fmpi_ring_cycle(r, done, max, &e2);
+	*err = e1 != MPI_SUCCESS ? e1 : e2;
+	return n;
+}
+
+// fmpi_sendq_free frees a queue with no active send (the Go side keeps a
+// queue with active sends until they complete: MPI_Request_free on them
+// is what fmpi_request_free's note warns of).
 static void fmpi_sendq_free(fmpi_sendq *q) {
 	if (!q) return;
-	for (int i = 0; i < q->active; i++) {
-		MPI_Request_free(&q->req[i]);
-	}
 	for (int i = 0; i < q->nfree; i++) free(q->free_list[i]);
 	free(q->req); free(q->buf); free(q->free_list); free(q->idx); free(q);
 }

@@ -3,8 +3,9 @@
 package mpi
 
 /*
-#cgo noescape fmpi_send
-#cgo nocallback fmpi_send
+#cgo noescape fmpi_send_now
+#cgo nocallback fmpi_send_now
+#cgo nocallback fmpi_poll
 #cgo nocallback fmpi_ring_cycle
 #cgo nocallback fmpi_sendq_test
 #include "fmpi.h"
@@ -46,17 +47,30 @@ func (r *Ring) Cycle(max int) (int, error) {
 	return int(n), check("MPI_Test", code)
 }
 
+// Poll is one poll in one cgo call: it retires q's completed sends and
+// then does what Cycle does, returning the complete slots.
+func (r *Ring) Poll(q *SendQ, max int) (int, error) {
+	var code, active C.int
+	n := C.fmpi_poll(q.q, r.r, C.int(r.consumed), C.int(max), &active, &code)
+	r.consumed = 0
+	return int(n), check("MPI_Test", code)
+}
+
 // Slot returns the message in complete slot k (0 = the head) and the rank
 // of its sender. The bytes are C memory, valid until the next Cycle after
-// Consume.
+// Consume. It reads the ring's C fields directly: no cgo call.
 func (r *Ring) Slot(k int) ([]byte, int) {
-	p := C.fmpi_ring_slot(r.r, C.int(k))
-	n := int(C.fmpi_ring_count(r.r, C.int(k)))
+	c := r.r
+	i := (int(c.head) + k) % int(c.n)
+	// Safety: count and source are C arrays of c.n ints and mem is c.n
+	// slots of r.slot bytes, allocated by fmpi_ring_new and never freed;
+	// slot i's receive has completed (MPI has finished writing it) and
+	// it is reposted only by a later Cycle or Poll.
+	n := int(*(*C.int)(unsafe.Add(unsafe.Pointer(c.count), i*int(unsafe.Sizeof(C.int(0))))))
+	src := int(*(*C.int)(unsafe.Add(unsafe.Pointer(c.source), i*int(unsafe.Sizeof(C.int(0))))))
 	n = min(max(n, 0), r.slot)
-	// Safety: p points to a slot of r.slot bytes of C memory that MPI has
-	// finished writing (its receive completed) and that is reposted only
-	// by a later Cycle.
-	return unsafe.Slice((*byte)(unsafe.Pointer(p)), n), int(C.fmpi_ring_source(r.r, C.int(k)))
+	p := unsafe.Add(unsafe.Pointer(c.mem), i*r.slot)
+	return unsafe.Slice((*byte)(p), n), src
 }
 
 // Consume marks the first k complete slots consumed: the next Cycle
@@ -93,7 +107,7 @@ func NewSendQ(c Comm, slot int) (*SendQ, error) {
 // with tag: one cgo call, no allocation on the Go side.
 func (q *SendQ) Send(head, body []byte, dest, tag int) error {
 	// Safety: C copies both during the call and keeps neither pointer.
-	return check("MPI_Isend", C.fmpi_send(q.q, bufPtr(head), C.int(len(head)), bufPtr(body), C.int(len(body)), C.int(dest), C.int(tag)))
+	return check("MPI_Isend", C.fmpi_send_now(q.q, bufPtr(head), C.int(len(head)), bufPtr(body), C.int(len(body)), C.int(dest), C.int(tag)))
 }
 
 // Test retires completed sends and returns how many are still active.
@@ -106,10 +120,72 @@ func (q *SendQ) Test() (int, error) {
 // Active returns how many sends are active, without testing.
 func (q *SendQ) Active() int { return int(q.q.active) }
 
-// Free frees the queue; sends still active are left to MPI (see fmpi.h).
+// Free frees the queue once its sends have completed: a queue with sends
+// still active is kept (with its buffers) until Reap finds them complete
+// — never MPI_Request_free'd, which MPICH 4.0.2 gets wrong for sends to
+// this process itself (fmpi.h).
 func (q *SendQ) Free() {
-	if q.q != nil {
-		C.fmpi_sendq_free(q.q)
-		q.q = nil
+	if q.q == nil {
+		return
 	}
+	if n, _ := q.Test(); n > 0 {
+		orphanQs = append(orphanQs, &SendQ{q: q.q, slot: q.slot})
+	} else {
+		C.fmpi_sendq_free(q.q)
+	}
+	q.q = nil
+}
+
+// Requests and send queues of closed transports that MPI had not
+// completed yet; under the lock.
+var (
+	orphanQs   []*SendQ
+	orphanReqs []Request
+	orphanKeep []any
+	orphanIdx  []int32
+)
+
+// Orphan hands r to the package, which tests it from Reap until it
+// completes, keeping keep (the pinners of its memory) reachable until
+// then; r becomes null. The caller holds the lock.
+func (r *Request) Orphan(keep any) {
+	if r.Null() {
+		return
+	}
+	orphanReqs = append(orphanReqs, *r)
+	orphanKeep = append(orphanKeep, keep)
+	*r = NullRequest()
+}
+
+// Reap tests the orphaned requests and send queues once, freeing those
+// complete, and returns how many are left. The caller holds the lock.
+func Reap() int {
+	w := 0
+	for _, q := range orphanQs {
+		if n, _ := q.Test(); n == 0 {
+			C.fmpi_sendq_free(q.q)
+			continue
+		}
+		orphanQs[w] = q
+		w++
+	}
+	clear(orphanQs[w:])
+	orphanQs = orphanQs[:w]
+	if len(orphanReqs) > 0 {
+		if len(orphanIdx) < len(orphanReqs) {
+			orphanIdx = make([]int32, 2*len(orphanReqs))
+		}
+		if n, _ := Testsome(orphanReqs, orphanIdx); n > 0 {
+			j := 0
+			for i := range orphanReqs {
+				if !orphanReqs[i].Null() {
+					orphanReqs[j], orphanKeep[j] = orphanReqs[i], orphanKeep[i]
+					j++
+				}
+			}
+			clear(orphanKeep[j:])
+			orphanReqs, orphanKeep = orphanReqs[:j], orphanKeep[:j]
+		}
+	}
+	return len(orphanQs) + len(orphanReqs)
 }

@@ -27,22 +27,47 @@
 // is one cgo call (Send; a Progress with nothing new).
 //
 // Put and Get are MPI point-to-point on the owner's (Put) or caller's
-// (Get) data tag, straight from and into the pinned Go buffers: a Put
-// sends its head on the control tag and the bytes on the data tag, the
-// owner receives them into the registration and answers; a Get asks, the
-// owner answers and sends the bytes. Heads and bytes pair up because a
-// process sends each pair under the lock and MPI keeps the order of one
-// source and tag. MPI-3 RMA (a dynamic window, MPI_Put/MPI_Get with
-// passive target) was not built: measuring it against point-to-point is
-// still to do.
+// (Get) data tag, straight from and into the pinned Go buffers (no copy
+// on either side; MPI's own rendezvous moves large ones in one copy): a
+// Put sends its head on the control tag and the bytes on the data tag;
+// the owner posts the receive into the registration and answers at once,
+// so the answer travels while the bytes do. The Put returns when the
+// answer is there and its MPI_Isend has completed (src may be reused).
+// What the sender sends after it (the endpoint layer's Done, which tells
+// the owner the bytes are there) waits at the owner, in its ring, until
+// the receive has completed. A Get asks, the owner answers and sends the
+// bytes. Heads and bytes pair up because a process sends each pair under
+// the lock and MPI keeps the order of one source and tag.
+//
+// MPI-3 RMA (a dynamic window, MPI_Win_attach per registration,
+// MPI_Put + MPI_Win_flush) is not built yet; point-to-point reaches
+// 0.53–0.93× raw MPI's 1 MiB bandwidth (BENCHMARKS.md, issue 17). The
+// limit is not the bytes but the endpoint layer's Put being synchronous
+// inside the sender's delivery of each RTR: one Put in flight per
+// process, so a window of 64 messages is moved one at a time, each paying
+// the answer's trip and both sides' polls, where raw MPI keeps 64
+// transfers in flight. RMA would not lift that (its flush is the same
+// wait); an asynchronous Put in rdma.Transport, letting the endpoint
+// layer send the Done from the Put's completion, would.
 //
 // # Lanes
 //
 // Several transports of one process (the tests) each get a lane: control
-// tag 2·lane, data tag 2·lane+1. A closed transport's ring keeps its
-// receives posted (cancelling them was unsafe on MPICH 4.0.2) and passes
-// with its lane to the next transport the process makes, with a new
-// generation: messages for an earlier generation are dropped.
+// tag 2·lane; the data tag is per transport, 2·generation+1, so that the
+// bytes of a Put a closed transport never took cannot match a receive of
+// the next. A closed transport's ring keeps its receives posted
+// (cancelling them was unsafe on MPICH 4.0.2) and passes with its lane to
+// the next transport the process makes, with a new generation: messages
+// for an earlier generation are dropped. Sends and transfers a closed
+// transport leaves unfinished are not MPI_Request_free'd but kept and
+// tested until done (internal/mpi's Orphan, Reap): MPICH 4.0.2 loses a
+// freed send to this process itself (internal/mpi/testdata has a C
+// reproducer: the receive that should match it never completes), and the
+// suite's crash in MPI_Irecv, inside MPICH's request allocator, followed
+// such a free and is gone without it — most likely the freed request
+// reused while still queued. While a call of the process waits for an
+// answer, every transport's poller polls at its shortest period, since
+// the answer may be another transport's of the same process to give.
 //
 // # Offloading matching to MPI (a design note)
 //

@@ -59,7 +59,11 @@ type place struct {
 }
 
 func (p place) ctrlTag() int { return 2 * p.lane }
-func (p place) dataTag() int { return 2*p.lane + 1 }
+
+// dataTag is per generation, not per lane: a Put's bytes that a closed
+// transport never received must not match a receive of the next
+// transport on its lane.
+func (p place) dataTag() int { return 2*int(p.gen) + 1 }
 
 // Lanes and generations of this process's transports. A closed
 // transport's ring (its receives stay posted: internal/mpi's fmpi.h says
@@ -78,11 +82,12 @@ type spareRing struct {
 }
 
 // takeLane returns a spare ring of n slots of s bytes and its lane, or a
-// new lane (ring nil), with a fresh generation (24 bits, never 0).
-func takeLane(n, s int) (*cmpi.Ring, int, uint32) {
+// new lane (ring nil), with a fresh generation (24 bits, never 0; its data
+// tag 2·gen+1 at most tagUB).
+func takeLane(n, s, tagUB int) (*cmpi.Ring, int, uint32) {
 	laneMu.Lock()
 	defer laneMu.Unlock()
-	gens = gens%(1<<24-1) + 1
+	gens = gens%uint32(min(1<<24-1, max((tagUB-1)/2, 1))) + 1
 	for i, sp := range spare {
 		if sp.n == n && sp.s == s {
 			spare = slices.Delete(spare, i, i+1)
@@ -98,6 +103,13 @@ func giveLane(r *cmpi.Ring, lane, n, s int) {
 	spare = append(spare, spareRing{ring: r, lane: lane, n: n, s: s})
 	laneMu.Unlock()
 }
+
+// calls counts the calls of this process waiting for a peer's answer
+// (Bind, Unbind, Put, Get): while there are any, every transport's poller
+// polls at its shortest period, since the answer may be another
+// transport's of this process to give (several transports in one
+// process: the tests).
+var calls atomic.Int32
 
 const (
 	chunkBits = 10
@@ -141,6 +153,7 @@ type op struct {
 	to   place
 	last bool     // the transfer's last request
 	junk *discard // where a refused Put's bytes go
+	from int      // for a Put's bytes: the sender's MPI rank + 1 (0: not a Put's)
 }
 
 // discard is a pinned buffer that takes the bytes of a refused Put.
@@ -194,6 +207,7 @@ type Transport struct {
 	ops    []op
 	reqs   []cmpi.Request
 	idx    []int32
+	inPut  map[int]int // by MPI rank: receives of that rank's Put bytes in flight
 
 	mu     sync.Mutex // Bind, Unbind, Close
 	dir    atomic.Pointer[[]*bindChunk]
@@ -205,7 +219,8 @@ type Transport struct {
 	// dmu orders deliveries: it is held while arrivals are taken from the
 	// inbox and delivered.
 	dmu     sync.Mutex
-	imu     sync.Mutex // inbox, held
+	imu     sync.Mutex   // inbox, held
+	waiting atomic.Int32 // len(inbox) + len(release), read without imu
 	inbox   []arrival
 	held    map[rdma.Addr][]*packet.Packet // arrivals for an unbound address, in order
 	release []arrival                      // held arrivals of an address bound again
@@ -242,7 +257,7 @@ func New(cfg Config) (*Transport, error) {
 	ex := cfg.Exchange
 	world, ierr := cmpi.Init()
 	slot := headSize + cfg.PayloadSize
-	ring, lane, gen := takeLane(cfg.Ring, slot)
+	ring, lane, gen := takeLane(cfg.Ring, slot, world.TagUB)
 	rec := make([]byte, 20)
 	if ierr == nil {
 		binary.LittleEndian.PutUint32(rec[0:], uint32(world.Rank))
@@ -262,14 +277,14 @@ func New(cfg Config) (*Transport, error) {
 	case ferr != nil:
 		return nil, fmt.Errorf("mpi: fence: %w", ferr)
 	}
-	if 2*lane+1 > world.TagUB {
+	if 2*lane > world.TagUB {
 		return nil, fmt.Errorf("mpi: %d transports made in this process exceed MPI_TAG_UB %d", lane+1, world.TagUB)
 	}
 	t := &Transport{
 		rank: ex.Rank(), layout: cfg.Layout, cfg: cfg, comm: world.Comm,
 		me:     place{rank: world.Rank, lane: lane, gen: gen},
 		places: make([]place, ex.Size()), isPeer: make([]bool, ex.Size()), closedP: make([]atomic.Bool, ex.Size()),
-		list: cfg.Peers, waits: make(map[uint64]*waiter), held: make(map[rdma.Addr][]*packet.Packet),
+		list: cfg.Peers, waits: make(map[uint64]*waiter), inPut: make(map[int]int), held: make(map[rdma.Addr][]*packet.Packet),
 		regs: make(map[uint32]*region), stop: make(chan struct{}),
 	}
 	t.tagBase = uint64(time.Now().UnixNano())*0x9e3779b97f4a7c15 ^ uint64(lane)<<32
@@ -298,6 +313,7 @@ func New(cfg Config) (*Transport, error) {
 	}
 	t.pools.Store(&pools)
 	cmpi.Lock()
+	cmpi.Reap()
 	var err error
 	if ring == nil {
 		ring, err = cmpi.NewRing(t.comm, t.me.ctrlTag(), cfg.Ring, slot)
@@ -360,6 +376,7 @@ func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error 
 	if h := t.held[a]; len(h) > 0 {
 		for _, pk := range h {
 			t.release = append(t.release, arrival{to: a, pk: pk})
+			t.waiting.Add(1)
 		}
 		delete(t.held, a)
 	}
@@ -591,6 +608,8 @@ func (t *Transport) addOp(r cmpi.Request, o op) {
 // polls (it yields the processor; called from a fiber, it blocks the
 // fiber's worker). Arrivals it polls wait in the inbox for Progress.
 func (t *Transport) await(w *waiter) error {
+	calls.Add(1)
+	defer calls.Add(-1)
 	for spin := 0; !w.done.Load(); spin++ {
 		if cmpi.TryLock() {
 			if !t.closed.Load() {
@@ -602,11 +621,14 @@ func (t *Transport) await(w *waiter) error {
 			break
 		}
 		// After Close started, Close ends every wait (it must first
-		// stop the transfers that use the caller's buffers).
-		if spin > 64 {
-			runtime.Gosched()
+		// stop the transfers that use the caller's buffers). The caller
+		// is often a fiber worker, an OS-thread-locked goroutine: there
+		// runtime.Gosched hands the thread's P away and back through two
+		// futex wake-ups, so the wait yields the OS thread instead.
+		if spin > 16 {
+			osYield()
 		}
-		if spin > 4096 {
+		if spin > 1<<16 {
 			time.Sleep(20 * time.Microsecond)
 		}
 	}
@@ -838,6 +860,9 @@ func (t *Transport) Progress(w int) int {
 // deliver hands the arrivals waiting in the inbox to their Receivers; the
 // caller holds dmu.
 func (t *Transport) deliver(w int) int {
+	if t.waiting.Load() == 0 {
+		return 0 // nothing to deliver: no lock taken
+	}
 	n := 0
 	for {
 		t.imu.Lock()
@@ -846,10 +871,12 @@ func (t *Transport) deliver(w int) int {
 		case len(t.release) > 0:
 			a = t.release[0]
 			t.release[0] = arrival{}
+			t.waiting.Add(-1)
 			t.release = t.release[1:]
 		case len(t.inbox) > 0:
 			a = t.inbox[0]
 			t.inbox[0] = arrival{}
+			t.waiting.Add(-1)
 			t.inbox = t.inbox[1:]
 			if len(t.inbox) == 0 {
 				t.inbox = t.inbox[:0:0]
@@ -887,12 +914,7 @@ const maxBatch = 32
 // arrivals (or answers them), and completes data transfers. The caller
 // holds the MPI lock. It returns the number of events handled.
 func (t *Transport) pollLocked(w int) int {
-	if t.sendq.Active() > 0 {
-		if _, err := t.sendq.Test(); err != nil {
-			t.cfg.Logf("mpi: process %d: %v", t.rank, err)
-		}
-	}
-	k, err := t.ring.Cycle(maxBatch)
+	k, err := t.ring.Poll(t.sendq, maxBatch)
 	if err != nil {
 		t.cfg.Logf("mpi: process %d: %v", t.rank, err)
 	}
@@ -916,6 +938,16 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 	}
 	if genOf(msg) != t.me.gen {
 		return true // for an earlier transport of this lane
+	}
+	// A Put is answered as soon as its bytes' receive is posted, so the
+	// answer travels while the bytes do; what the sender sends after its
+	// Put returns (the Done that says the bytes are there) waits here
+	// until the receive has completed.
+	if len(t.inPut) > 0 && t.inPut[src] > 0 {
+		t.testOps()
+		if t.inPut[src] > 0 {
+			return false
+		}
 	}
 	if msg[0] == kPacket {
 		return t.arrive(w, msg, src)
@@ -993,12 +1025,16 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 				t.cfg.Logf("mpi: process %d: receiving a Put from process %d: %v", t.rank, p, err)
 				ack.code = stNoRegion
 			}
-			o := op{to: pl, last: end == c.n, junk: junk}
+			o := op{last: end == c.n, junk: junk, from: src + 1}
 			if o.last {
-				o.reg, o.ack = g, ack
+				o.reg = g
 			}
+			t.inPut[src]++
 			t.addOp(r, o)
 		}
+		// The sender's Put returns once this answer is there and its own
+		// send has completed (MPI's completion: the bytes are taken).
+		t.answer(pl, ack)
 	case kGet:
 		g, buf, st := t.lookup(&c)
 		t.answer(pl, &ctl{kind: kGetAck, id: c.id, code: st})
@@ -1066,16 +1102,19 @@ func (t *Transport) arrive(w int, msg []byte, src int) bool {
 	if len(t.inbox) == 0 || t.inbox[len(t.inbox)-1].pk != nil {
 		if pk := t.build(w, to, msg); pk != nil {
 			t.inbox = append(t.inbox, arrival{to: to, pk: pk})
+			t.waiting.Add(1)
 			return true
 		}
 	}
 	t.inbox = append(t.inbox, arrival{to: to, raw: append([]byte(nil), msg...)})
+	t.waiting.Add(1)
 	return true
 }
 
 // pushFront puts a back at the head of the inbox; the caller holds imu.
 func (t *Transport) pushFront(a arrival) {
 	t.inbox = append(t.inbox, arrival{})
+	t.waiting.Add(1)
 	copy(t.inbox[1:], t.inbox)
 	t.inbox[0] = a
 }
@@ -1138,6 +1177,11 @@ func (t *Transport) testOps() int {
 		if o.junk != nil {
 			o.junk.done()
 		}
+		if o.from > 0 {
+			if t.inPut[o.from-1]--; t.inPut[o.from-1] == 0 {
+				delete(t.inPut, o.from-1)
+			}
+		}
 		if o.last {
 			if o.reg != nil {
 				t.unbusy(o.reg)
@@ -1176,16 +1220,19 @@ func (t *Transport) poller() {
 			return
 		case <-tm.C:
 		}
-		if now := t.polls.Load(); now != last {
-			last = now // someone drives progress
-			delay = most
+		if now := t.polls.Load(); now != last && calls.Load() == 0 {
+			// Someone drives progress: back off, but gradually, since
+			// that someone may call Progress only now and then while
+			// peers wait for answers.
+			last = now
+			delay = min(2*delay, most)
 		} else if cmpi.TryLock() {
 			n := 0
 			if !t.closed.Load() {
 				n = t.pollLocked(packet.NoWorker)
 			}
 			cmpi.Unlock()
-			if n > 0 {
+			if n > 0 || calls.Load() > 0 { // or a call of this process waits for an answer
 				delay = least
 			} else {
 				delay = min(2*delay, most)
@@ -1243,7 +1290,7 @@ func (t *Transport) Close() error {
 		// Transfers that did not finish within closeWait (a peer that
 		// vanished) are left to MPI, and the memory they use stays
 		// pinned for good: MPI may still touch it.
-		_ = t.reqs[i].Free()
+		// (Orphaned, not MPI_Request_free'd: internal/mpi's fmpi.h.)
 		o := &t.ops[i]
 		if o.reg != nil && o.reg.pin != nil {
 			keepPinned(o.reg.pin)
@@ -1252,6 +1299,7 @@ func (t *Transport) Close() error {
 		if o.junk != nil {
 			keepPinned(&o.junk.pin)
 		}
+		t.reqs[i].Orphan(nil)
 		if w := o.w; w != nil {
 			w.err = rdma.ErrClosed
 			w.done.Store(true)
@@ -1268,6 +1316,7 @@ func (t *Transport) Close() error {
 	giveLane(t.ring, t.me.lane, t.cfg.Ring, headSize+t.cfg.PayloadSize)
 	t.ring = nil
 	t.sendq.Free()
+	cmpi.Reap()
 	cmpi.Unlock()
 	// Nothing delivers any more (closed): hand back what waits.
 	t.dmu.Lock()
