@@ -15,6 +15,7 @@ import (
 	cmpi "github.com/fibermpi/fibermpi/internal/mpi"
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/rdma/internal/addrdir"
 )
 
 // Errors of this package (besides rdma's and ErrInvalidConfig). A failed
@@ -111,18 +112,10 @@ func giveLane(r *cmpi.Ring, lane, n, s int) {
 // process: the tests).
 var calls atomic.Int32
 
-const (
-	chunkBits = 10
-	chunkSize = 1 << chunkBits
-)
-
 type binding struct {
 	r    rdma.Receiver
 	pool *packet.Pool
 }
-
-type bindChunk [chunkSize]atomic.Pointer[binding]
-type boundChunk [chunkSize]atomic.Bool
 
 // region is a registration.
 type region struct {
@@ -209,10 +202,9 @@ type Transport struct {
 	idx    []int32
 	inPut  map[int]int // by MPI rank: receives of that rank's Put bytes in flight
 
-	mu     sync.Mutex // Bind, Unbind, Close
-	dir    atomic.Pointer[[]*bindChunk]
-	rmu    sync.Mutex // writers of rdir
-	rdir   atomic.Pointer[[]*boundChunk]
+	mu     sync.Mutex           // Bind, Unbind, Close
+	dir    addrdir.Dir[binding] // this process's bound addresses
+	rdir   addrdir.Set          // the addresses peers said are bound
 	pools  atomic.Pointer[[]*packet.Pool]
 	closed atomic.Bool
 
@@ -305,8 +297,6 @@ func New(cfg Config) (*Transport, error) {
 		t.places[p] = pl
 		t.isPeer[p] = true
 	}
-	t.dir.Store(new([]*bindChunk))
-	t.rdir.Store(new([]*boundChunk))
 	pools := []*packet.Pool{}
 	if cfg.Pool != nil {
 		pools = append(pools, cfg.Pool)
@@ -353,24 +343,14 @@ func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error 
 	if pool.PayloadSize() < t.cfg.PayloadSize {
 		return fmt.Errorf("%w: a pool of %d-byte payloads, PayloadSize %d", ErrInvalidConfig, pool.PayloadSize(), t.cfg.PayloadSize)
 	}
-	dir := *t.dir.Load()
-	ci := int(a >> chunkBits)
-	if ci >= len(dir) || dir[ci] == nil {
-		grown := make([]*bindChunk, max(len(dir), ci+1))
-		copy(grown, dir)
-		grown[ci] = new(bindChunk)
-		t.dir.Store(&grown)
-		dir = grown
-	}
-	e := &dir[ci][a&(chunkSize-1)]
-	if e.Load() != nil {
+	if t.dir.Load(a) != nil {
 		return rdma.ErrBound
 	}
 	if pools := *t.pools.Load(); !slices.Contains(pools, pool) {
 		grown := append(slices.Clone(pools), pool)
 		t.pools.Store(&grown)
 	}
-	e.Store(&binding{r: r, pool: pool})
+	t.dir.Store(a, &binding{r: r, pool: pool})
 	// Arrivals held while a was unbound go first.
 	t.imu.Lock()
 	if h := t.held[a]; len(h) > 0 {
@@ -393,11 +373,9 @@ func (t *Transport) Unbind(a rdma.Addr) error {
 	if t.closed.Load() {
 		return rdma.ErrClosed
 	}
-	e := t.entry(a)
-	if e == nil || e.Load() == nil {
+	if t.dir.Swap(a, nil) == nil {
 		return rdma.ErrNoPeer
 	}
-	e.Store(nil)
 	return t.announce(kUnbind, a)
 }
 
@@ -424,49 +402,12 @@ func (t *Transport) announce(kind byte, a rdma.Addr) error {
 	return errors.Join(errs...)
 }
 
-func (t *Transport) entry(a rdma.Addr) *atomic.Pointer[binding] {
-	dir := *t.dir.Load()
-	ci := int(a >> chunkBits)
-	if ci >= len(dir) || dir[ci] == nil {
-		return nil
-	}
-	return &dir[ci][a&(chunkSize-1)]
-}
-
-func (t *Transport) binding(a rdma.Addr) *binding {
-	if e := t.entry(a); e != nil {
-		return e.Load()
-	}
-	return nil
-}
+func (t *Transport) binding(a rdma.Addr) *binding { return t.dir.Load(a) }
 
 // remoteBound reports whether a peer told this transport that a is bound.
-func (t *Transport) remoteBound(a rdma.Addr) bool {
-	dir := *t.rdir.Load()
-	ci := int(a >> chunkBits)
-	if ci >= len(dir) || dir[ci] == nil {
-		return false
-	}
-	return dir[ci][a&(chunkSize-1)].Load()
-}
+func (t *Transport) remoteBound(a rdma.Addr) bool { return t.rdir.Has(a) }
 
-func (t *Transport) setRemote(a rdma.Addr, on bool) {
-	t.rmu.Lock()
-	defer t.rmu.Unlock()
-	dir := *t.rdir.Load()
-	ci := int(a >> chunkBits)
-	if ci >= len(dir) || dir[ci] == nil {
-		if !on {
-			return
-		}
-		grown := make([]*boundChunk, max(len(dir), ci+1))
-		copy(grown, dir)
-		grown[ci] = new(boundChunk)
-		t.rdir.Store(&grown)
-		dir = grown
-	}
-	dir[ci][a&(chunkSize-1)].Store(on)
-}
+func (t *Transport) setRemote(a rdma.Addr, on bool) { t.rdir.Put(a, on) }
 
 // dest returns the process that owns a, checking that a is bound there
 // as far as this transport knows.
