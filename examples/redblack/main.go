@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -166,7 +167,10 @@ func cli(args []string, stdout, stderr io.Writer) int {
 		cfg.Rows, cfg.Cols, stopRule(cfg), count(cfg.Workers, "fiber worker"), cfg.Spin, where)
 	var ref *Result
 	status := 0
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	// Each line of the table goes out in one write: under a launcher the
+	// processes share one standard output, and tabwriter writes cell by
+	// cell.
+	tw := tabwriter.NewWriter(&lineWriter{w: stdout}, 0, 0, 2, ' ', 0)
 	runOne := func(v Variant) *Result {
 		c := cfg
 		if *every > 0 {
@@ -342,4 +346,27 @@ func round(d time.Duration) time.Duration {
 		return d.Round(time.Microsecond)
 	}
 	return d.Round(10 * time.Nanosecond)
+}
+
+// lineWriter passes what is written to it on to w one whole line per Write
+// (a line is written when its newline arrives), so that lines of processes
+// sharing w are not cut into each other: one write of a line shorter than
+// PIPE_BUF to a pipe is atomic.
+type lineWriter struct {
+	w   io.Writer
+	buf []byte
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if _, err := l.w.Write(l.buf[:i+1]); err != nil {
+			return len(p), err
+		}
+		l.buf = l.buf[i+1:]
+	}
 }
