@@ -287,16 +287,9 @@ func WaitAll(w *fiber.Waiter, reqs ...*Request) error {
 // The requests may belong to different endpoints.
 func WaitAny(w *fiber.Waiter, reqs ...*Request) (int, error) {
 	for {
-		armed := 0
-		for i, r := range reqs {
-			if r == nil {
-				continue
-			}
-			if !r.ev.Arm(w) {
-				disarm(w, reqs[:i])
-				return i, r.status.Err
-			}
-			armed++
+		done, armed := armAny(w, reqs)
+		if done >= 0 {
+			return done, reqs[done].status.Err
 		}
 		if armed == 0 {
 			return -1, ErrNilRequest
@@ -309,12 +302,38 @@ func WaitAny(w *fiber.Waiter, reqs ...*Request) (int, error) {
 		}
 		w.Block()
 		disarm(w, reqs)
-		for i, r := range reqs {
-			if r != nil && r.Test() {
-				return i, r.status.Err
-			}
+		if i := firstDone(reqs); i >= 0 {
+			return i, reqs[i].status.Err
 		}
 	}
+}
+
+// armAny arms w on every request of reqs (nil ones skipped) and returns
+// how many it armed. If one has completed already, it disarms those armed
+// before it and returns its index as done (−1 otherwise).
+func armAny(w *fiber.Waiter, reqs []*Request) (done, armed int) {
+	for i, r := range reqs {
+		if r == nil {
+			continue
+		}
+		if !r.ev.Arm(w) {
+			disarm(w, reqs[:i])
+			return i, armed
+		}
+		armed++
+	}
+	return -1, armed
+}
+
+// firstDone returns the index of the first completed request of reqs, or
+// −1.
+func firstDone(reqs []*Request) int {
+	for i, r := range reqs {
+		if r != nil && r.Test() {
+			return i
+		}
+	}
+	return -1
 }
 
 func disarm(w *fiber.Waiter, reqs []*Request) {

@@ -93,16 +93,9 @@ func WaitAnyContext(ctx context.Context, w *fiber.Waiter, reqs ...*Request) (int
 		}
 	}()
 	for {
-		armed := 0
-		for i, r := range reqs {
-			if r == nil {
-				continue
-			}
-			if !r.ev.Arm(w) {
-				disarm(w, reqs[:i])
-				return i, r.status.Err
-			}
-			armed++
+		done, armed := armAny(w, reqs)
+		if done >= 0 {
+			return done, reqs[done].status.Err
 		}
 		if armed == 0 {
 			return -1, ErrNilRequest
@@ -125,10 +118,8 @@ func WaitAnyContext(ctx context.Context, w *fiber.Waiter, reqs ...*Request) (int
 		}
 		w.Block()
 		disarm(w, reqs)
-		for i, r := range reqs {
-			if r != nil && r.Test() {
-				return i, r.status.Err
-			}
+		if i := firstDone(reqs); i >= 0 {
+			return i, reqs[i].status.Err
 		}
 		if over.Load() {
 			return -1, ctx.Err()
