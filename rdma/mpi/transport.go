@@ -205,7 +205,7 @@ type Transport struct {
 	mu     sync.Mutex           // Bind, Unbind, Close
 	dir    addrdir.Dir[binding] // this process's bound addresses
 	rdir   addrdir.Set          // the addresses peers said are bound
-	pools  atomic.Pointer[[]*packet.Pool]
+	pools  addrdir.Pools
 	closed atomic.Bool
 
 	// dmu orders deliveries: it is held while arrivals are taken from the
@@ -297,11 +297,7 @@ func New(cfg Config) (*Transport, error) {
 		t.places[p] = pl
 		t.isPeer[p] = true
 	}
-	pools := []*packet.Pool{}
-	if cfg.Pool != nil {
-		pools = append(pools, cfg.Pool)
-	}
-	t.pools.Store(&pools)
+	t.pools.Add(cfg.Pool)
 	cmpi.Lock()
 	cmpi.Reap()
 	var err error
@@ -346,10 +342,7 @@ func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error 
 	if t.dir.Load(a) != nil {
 		return rdma.ErrBound
 	}
-	if pools := *t.pools.Load(); !slices.Contains(pools, pool) {
-		grown := append(slices.Clone(pools), pool)
-		t.pools.Store(&grown)
-	}
+	t.pools.Add(pool)
 	t.dir.Store(a, &binding{r: r, pool: pool})
 	// Arrivals held while a was unbound go first.
 	t.imu.Lock()
@@ -434,16 +427,6 @@ func (t *Transport) dest(a rdma.Addr) (int, error) {
 	return p, nil
 }
 
-// poolOf returns the pool pk belongs to among those the transport knows.
-func (t *Transport) poolOf(pk *packet.Packet) *packet.Pool {
-	for _, p := range *t.pools.Load() {
-		if p.Owns(pk) {
-			return p
-		}
-	}
-	return nil
-}
-
 // Send copies pk into a message to the endpoint to (MPI_Isend from a
 // buffer of the transport) and returns pk to its pool. It never blocks:
 // with Config.MaxQueue sends in flight it returns rdma.ErrAgain.
@@ -458,7 +441,7 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 	if pk.Len() > t.cfg.PayloadSize {
 		return fmt.Errorf("%w: %d bytes, PayloadSize %d", ErrTooLong, pk.Len(), t.cfg.PayloadSize)
 	}
-	pool := t.poolOf(pk)
+	pool := t.pools.Of(pk)
 	if pool == nil {
 		return ErrForeignPacket
 	}
@@ -1080,8 +1063,8 @@ func (t *Transport) build(w int, to rdma.Addr, msg []byte) *packet.Packet {
 		pool = b.pool
 	} else if t.cfg.Pool != nil {
 		pool = t.cfg.Pool
-	} else if ps := *t.pools.Load(); len(ps) > 0 {
-		pool = ps[0]
+	} else if p := t.pools.First(); p != nil {
+		pool = p
 	} else {
 		return nil
 	}
@@ -1301,7 +1284,7 @@ func keepPinned(p *runtime.Pinner) {
 
 // putBack returns an undelivered arrival to its pool.
 func (t *Transport) putBack(to rdma.Addr, pk *packet.Packet) {
-	if p := t.poolOf(pk); p != nil {
+	if p := t.pools.Of(pk); p != nil {
 		p.Put(packet.NoWorker, pk)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/rdma/internal/addrdir"
 )
 
 // The bindings of addresses live in chunks of chunkSize consecutive
@@ -59,7 +60,7 @@ type Transport struct {
 
 	// pools are the pools packets may come from (Config.Pool and every
 	// bound one), copied on write under mu.
-	pools atomic.Pointer[[]*packet.Pool]
+	pools addrdir.Pools
 
 	// Bindings: dir Stored (copy on write) under mu, Loaded by Progress.
 	dir atomic.Pointer[[]*bindChunk]
@@ -149,11 +150,7 @@ func New(cfg Config) (*Transport, error) {
 	ex := cfg.Exchange
 	t := &Transport{rank: ex.Rank(), layout: cfg.Layout, cfg: cfg, out: make([]*outRing, ex.Size())}
 	t.dir.Store(new([]*bindChunk))
-	pools := []*packet.Pool{}
-	if cfg.Pool != nil {
-		pools = append(pools, cfg.Pool)
-	}
-	t.pools.Store(&pools)
+	t.pools.Add(cfg.Pool)
 
 	// The probe word: a random value at an address peers read with
 	// process_vm_readv.
@@ -341,10 +338,7 @@ func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error 
 	if e.Load() != nil {
 		return rdma.ErrBound
 	}
-	if pools := *t.pools.Load(); !slices.Contains(pools, pool) {
-		grown := append(slices.Clone(pools), pool)
-		t.pools.Store(&grown)
-	}
+	t.pools.Add(pool)
 	e.Store(&binding{r: r, pool: pool})
 	t.self.setBound(a, true)
 	return nil
@@ -395,16 +389,6 @@ func (t *Transport) route(a rdma.Addr) (*outRing, error) {
 	return o, nil
 }
 
-// poolOf returns the pool pk came from.
-func (t *Transport) poolOf(pk *packet.Packet) *packet.Pool {
-	for _, p := range *t.pools.Load() {
-		if p.Owns(pk) {
-			return p
-		}
-	}
-	return nil
-}
-
 // Send copies pk into the ring of the process that owns to and returns pk
 // to the pool it came from (the transport owns it on success). It never
 // waits: a full ring gives rdma.ErrAgain, and the caller keeps pk. It
@@ -422,7 +406,7 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 	if n > t.cfg.PayloadSize {
 		return fmt.Errorf("%w: %d bytes, PayloadSize %d", ErrTooLong, n, t.cfg.PayloadSize)
 	}
-	pool := t.poolOf(pk)
+	pool := t.pools.Of(pk)
 	if pool == nil {
 		return ErrForeignPacket
 	}

@@ -80,7 +80,7 @@ type Transport struct {
 	mu      sync.Mutex           // Bind, Unbind, Close
 	dir     addrdir.Dir[binding] // this process's bound addresses
 	rdir    addrdir.Set          // the addresses peers said are bound
-	pools   atomic.Pointer[[]*packet.Pool]
+	pools   addrdir.Pools
 	closed  atomic.Bool
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -133,11 +133,7 @@ func New(cfg Config) (*Transport, error) {
 	var rb [8]byte
 	_, _ = rand.Read(rb[:])
 	t.tagBase = binary.LittleEndian.Uint64(rb[:])
-	pools := []*packet.Pool{}
-	if cfg.Pool != nil {
-		pools = append(pools, cfg.Pool)
-	}
-	t.pools.Store(&pools)
+	t.pools.Add(cfg.Pool)
 
 	ln, lerr := net.Listen("tcp", cfg.Listen)
 	addr := ""
@@ -390,10 +386,7 @@ func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error 
 	if t.dir.Load(a) != nil {
 		return rdma.ErrBound
 	}
-	if pools := *t.pools.Load(); !slices.Contains(pools, pool) {
-		grown := append(slices.Clone(pools), pool)
-		t.pools.Store(&grown)
-	}
+	t.pools.Add(pool)
 	t.dir.Store(a, &binding{r: r, pool: pool})
 	return t.announce(fBind, a)
 }
@@ -469,15 +462,6 @@ func (t *Transport) route(a rdma.Addr) (*conn, error) {
 	return c, nil
 }
 
-func (t *Transport) poolOf(pk *packet.Packet) *packet.Pool {
-	for _, p := range *t.pools.Load() {
-		if p.Owns(pk) {
-			return p
-		}
-	}
-	return nil
-}
-
 // Send frames pk into the connection to the process that owns to and
 // returns pk to its pool. It never waits: when the bytes queued for that
 // peer exceed Config.MaxQueue it returns rdma.ErrAgain and the caller
@@ -495,7 +479,7 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 	if pk.Len() > t.cfg.PayloadSize {
 		return fmt.Errorf("%w: %d bytes, PayloadSize %d", ErrTooLong, pk.Len(), t.cfg.PayloadSize)
 	}
-	pool := t.poolOf(pk)
+	pool := t.pools.Of(pk)
 	if pool == nil {
 		return ErrForeignPacket
 	}

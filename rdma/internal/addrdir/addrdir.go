@@ -1,8 +1,9 @@
-// Package addrdir is a directory from endpoint addresses to values that
-// the transports between processes read on every packet: a lookup is two
-// atomic loads and two indexings, without a lock; writers (Bind, Unbind,
-// a peer's announcement) serialize on a mutex and grow the directory a
-// chunk of addresses at a time, so that a reader never sees a slot move.
+// Package addrdir holds what the transports between processes look up on
+// every packet without a lock: Pools, the packet pools a transport knows,
+// and Dir, a directory from endpoint addresses to values. A lookup in Dir
+// is two atomic loads and two indexings; writers (Bind, Unbind, a peer's
+// announcement) serialize on a mutex and grow the directory a chunk of
+// addresses at a time, so that a reader never sees a slot move.
 package addrdir
 
 import (

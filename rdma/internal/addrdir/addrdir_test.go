@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
 )
 
@@ -100,5 +101,29 @@ func TestConcurrentReaders(t *testing.T) {
 		if v := d.Load(a); v == nil || *v != a {
 			t.Fatalf("after the writers, Load(%d) = %v", a, v)
 		}
+	}
+}
+
+func TestPools(t *testing.T) {
+	var s Pools
+	a, err := packet.New(packet.Config{Workers: 1, PayloadSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := packet.New(packet.Config{Workers: 1, PayloadSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk := b.Get(0)
+	defer b.Put(0, pk)
+	if s.Of(pk) != nil || s.First() != nil {
+		t.Fatal("an empty set knows a pool")
+	}
+	s.Add(nil)
+	s.Add(a)
+	s.Add(b)
+	s.Add(a)
+	if s.Of(pk) != b || s.First() != a || len(*s.list.Load()) != 2 {
+		t.Fatalf("Of = %p (want %p), First = %p (want %p), %d pools", s.Of(pk), b, s.First(), a, len(*s.list.Load()))
 	}
 }
