@@ -232,18 +232,47 @@ func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 }
 
 // onRTR runs at the sender: put the data into the offered buffer, tell the
-// receiver, complete the send.
+// receiver, complete the send. On a transport that can start a Put and
+// report its end later (rdma.PutStarter; not when tracing, which times
+// the Put in the caller) it only starts the Put: the Done goes out and the
+// send completes from the transport's Progress that reports the end
+// (rvPut.PutDone), so that a window of sends has all its transfers in
+// flight at once. The send stays in the registry meanwhile, so the job's
+// end (job.go) can still end it.
 func (c *core) onRTR(w int, pk *packet.Packet) {
 	sendID, recvID := pk.SendID, pk.RecvID
+	region, perr := rdma.ParseRegion(pk.Data())
+	if c.p.putter != nil && c.tr == nil && perr == nil {
+		// Read the send under the registry's lock: the job's end may take
+		// and complete it (and its owner reuse it) once the lock is free.
+		c.rvMu.Lock()
+		s := c.rv[sendID]
+		var data []byte
+		var peer rdma.Addr
+		if s != nil {
+			data, peer = s.buf, s.peer
+		}
+		c.rvMu.Unlock()
+		if s == nil {
+			c.unknownRTR(w, pk, sendID)
+			return
+		}
+		if uint64(len(data)) > region.Len {
+			data = data[:region.Len] // the receiver truncates; it reports that
+		}
+		d := &rvPut{c: c, pk: pk, sendID: sendID, recvID: recvID, peer: peer}
+		pending, err := c.p.putter.StartPut(peer, region, 0, data, d)
+		if !pending {
+			d.PutDone(w, err)
+		}
+		return
+	}
 	s := c.take(sendID)
 	if s == nil {
-		c.p.pool.Put(w, pk)
-		if c.p.job.halted.Load() {
-			return // the send was ended by the job's end (job.go)
-		}
-		panic(fmt.Sprintf("endpoint: RTR for unknown send %d", sendID))
+		c.unknownRTR(w, pk, sendID)
+		return
 	}
-	region, err := rdma.ParseRegion(pk.Data())
+	err := perr
 	if err == nil {
 		data := s.buf
 		if uint64(len(data)) > region.Len {
@@ -255,6 +284,22 @@ func (c *core) onRTR(w int, pk *packet.Packet) {
 			err = c.p.tr.Put(s.peer, region, 0, data)
 		}
 	}
+	c.putDone(w, s, pk, recvID, err)
+}
+
+// unknownRTR drops an RTR for a send not (or no longer) in the registry.
+func (c *core) unknownRTR(w int, pk *packet.Packet, sendID uint64) {
+	c.p.pool.Put(w, pk)
+	if c.p.job.halted.Load() {
+		return // the send was ended by the job's end (job.go)
+	}
+	panic(fmt.Sprintf("endpoint: RTR for unknown send %d", sendID))
+}
+
+// putDone ends the rendezvous send s, whose Put into receive recvID ended
+// with err: it tells the receiver (Done, in the RTR packet pk) and
+// completes s.
+func (c *core) putDone(w int, s *Request, pk *packet.Packet, recvID uint64, err error) {
 	done := pk
 	clearHeader(done)
 	done.Kind = packet.KindDone
@@ -268,6 +313,28 @@ func (c *core) onRTR(w int, pk *packet.Packet) {
 	s.buf = nil
 	s.status.Err = err
 	s.complete()
+}
+
+// rvPut is a rendezvous Put the transport started (onRTR): what its end
+// needs. It is an rdma.PutDone.
+type rvPut struct {
+	c              *core
+	pk             *packet.Packet // the RTR, to be the Done
+	sendID, recvID uint64
+	peer           rdma.Addr
+}
+
+// PutDone runs when the transport reports the Put's end (from its
+// Progress, or from Close): the send is taken from the registry and
+// ended, unless the job's end took it first; then nothing more is sent.
+func (d *rvPut) PutDone(w int, err error) {
+	c := d.c
+	s := c.take(d.sendID)
+	if s == nil {
+		c.p.pool.Put(w, d.pk) // ended by the job's end (job.go)
+		return
+	}
+	c.putDone(w, s, d.pk, d.recvID, err)
 }
 
 // onDone runs at the receiver: the data is in its buffer.

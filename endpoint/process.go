@@ -251,6 +251,9 @@ type Process struct {
 	// local reaches the peers of an in-process transport directly (nil for
 	// transports between processes).
 	local rdma.Local
+	// putter starts the rendezvous Puts without waiting for them (core.go),
+	// when the transport can (rdma.PutStarter); nil otherwise.
+	putter rdma.PutStarter
 
 	world     Comm  // the Init world: one endpoint per process
 	worldProc Comm  // its process communicator: worldCore alone
@@ -343,6 +346,7 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 		p.tr = tr
 	}
 	p.local, _ = p.tr.(rdma.Local)
+	p.putter, _ = p.tr.(rdma.PutStarter)
 	fcfg := opts.Fiber
 	var alarm rdma.Alarm
 	if opts.Progress == ProgressIdle {

@@ -43,7 +43,8 @@
 // full queue returns ErrAgain, the caller keeps the packet and sends it
 // again after more Progress (the endpoint layer keeps such packets in a
 // per-peer backlog, in order). Put and Get finish their copy before they
-// return and never wait for the owner to call into its transport; a
+// return and never wait for the owner to call into its transport (a
+// transport that can overlap Puts offers PutStarter too); a
 // backend that must move the bytes through its peer's progress (a chunked
 // copy through rings, a socket) keeps delivering its own arrivals into an
 // internal queue while it waits, so that two processes doing it to each
@@ -164,6 +165,36 @@ type Transport interface {
 // packet. Locality is decided per address, not per transport.
 type Local interface {
 	Peer(a Addr) (Receiver, error)
+}
+
+// PutStarter is implemented by transports that can have many Puts in
+// flight at once (rdma/mpi, and rdma/route over it): StartPut starts a Put
+// and returns without waiting for it, and the transport reports its end
+// later, from Progress. The endpoint layer's rendezvous uses it when the
+// transport offers it, so that a window of large sends moves as many
+// concurrent transfers instead of one at a time, each waited for inside
+// the delivery of its RTR; it calls Put on transports without it.
+type PutStarter interface {
+	// StartPut starts what Put(owner, r, off, src) does and returns at
+	// once; it never waits for the owner, nor for the bytes to move.
+	//
+	// With pending false the Put is over already (an owner this
+	// transport reaches directly, or a failure found before anything
+	// started): err is its result, and done is never called. With
+	// pending true (err is then nil) the transport reads src until it
+	// calls done.PutDone, exactly once, with the Put's result: from a
+	// later Progress of this transport (w is that caller's worker
+	// index), or from Close, with ErrClosed and packet.NoWorker, for
+	// the Puts it ends. src must not change until then. As with Put, the
+	// bytes are visible to the owner once the owner is told so by a
+	// packet sent after PutDone was called.
+	StartPut(owner Addr, r Region, off uint64, src []byte, done PutDone) (pending bool, err error)
+}
+
+// PutDone is told the end of a Put that PutStarter.StartPut started. Like
+// a Receiver, PutDone must not block; it may Send.
+type PutDone interface {
+	PutDone(w int, err error)
 }
 
 // Sleeper is implemented by transports whose arrivals come from other

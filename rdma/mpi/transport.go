@@ -127,7 +127,9 @@ type region struct {
 }
 
 // waiter is a call of this process waiting for a peer's answer: a Bind,
-// Unbind, Put or Get.
+// Unbind, Put or Get, or a Put that StartPut started (async set), which
+// nobody waits for: its end goes to the putDone queue (settle) and from
+// there to async, from Progress.
 type waiter struct {
 	proc  int
 	code  uint32
@@ -136,6 +138,31 @@ type waiter struct {
 	dst   []byte
 	err   error
 	done  atomic.Bool // acked and left == 0, or failed
+
+	// A started Put's.
+	async   rdma.PutDone
+	pin     *runtime.Pinner // pins its source; nil when empty (or kept pinned by Close)
+	region  rdma.Region     // for its bounds error
+	off     uint64
+	n       int
+	settled bool // queued for PutDone (under the MPI lock)
+}
+
+// result is the call's outcome once it is done.
+func (w *waiter) result() error {
+	if w.err != nil {
+		return w.err
+	}
+	switch w.code {
+	case stOK:
+		return nil
+	case stNoPeer:
+		return rdma.ErrNoPeer
+	case stNoRegion:
+		return rdma.ErrNoRegion
+	default:
+		return rdma.ErrOutOfBounds
+	}
 }
 
 // op is one MPI request of a data transfer in flight.
@@ -216,6 +243,7 @@ type Transport struct {
 	inbox   []arrival
 	held    map[rdma.Addr][]*packet.Packet // arrivals for an unbound address, in order
 	release []arrival                      // held arrivals of an address bound again
+	putDone []*waiter                      // started Puts that ended, for their PutDone
 
 	regMu   sync.Mutex
 	regs    map[uint32]*region
@@ -228,8 +256,9 @@ type Transport struct {
 }
 
 var (
-	_ rdma.Transport = (*Transport)(nil)
-	_ rdma.Sleeper   = (*Transport)(nil)
+	_ rdma.Transport  = (*Transport)(nil)
+	_ rdma.Sleeper    = (*Transport)(nil)
+	_ rdma.PutStarter = (*Transport)(nil)
 )
 
 const exchangeKey = "fibermpi/mpi"
@@ -378,8 +407,8 @@ func (t *Transport) announce(kind byte, a rdma.Addr) error {
 	ws := make([]*waiter, 0, len(t.list))
 	var errs []error
 	for _, p := range t.list {
-		w, err := t.call(p, &ctl{kind: kind, addr: uint32(a)}, nil, nil)
-		if err != nil {
+		w := &waiter{proc: p}
+		if err := t.call(p, &ctl{kind: kind, addr: uint32(a)}, nil, w); err != nil {
 			if !errors.Is(err, rdma.ErrNoPeer) { // a closed peer needs no news
 				errs = append(errs, err)
 			}
@@ -479,25 +508,25 @@ func (t *Transport) sendCtl(pl place, c *ctl) error {
 	return t.sendq.Send(head[:], nil, pl.rank, pl.ctrlTag())
 }
 
-// call sends c to process p as a request with a fresh id and returns its
-// waiter. body, if not nil, is sent after it on p's data tag (a Put's
-// bytes, pinned by the caller); dst is where a Get's bytes go (pinned by
-// the caller), set before the answer can come.
-func (t *Transport) call(p int, c *ctl, body, dst []byte) (*waiter, error) {
-	w := &waiter{proc: p, left: chunks(len(body)), dst: dst}
+// call sends c to process p as a request with a fresh id, to be answered
+// to w. body, if not nil, is sent after it on p's data tag (a Put's
+// bytes, pinned by the caller); w.dst is where a Get's bytes go (pinned by
+// the caller). On error nothing was sent and w is not used.
+func (t *Transport) call(p int, c *ctl, body []byte, w *waiter) error {
+	w.left = chunks(len(body))
 	cmpi.Lock()
 	defer cmpi.Unlock()
 	if t.closed.Load() {
-		return nil, rdma.ErrClosed
+		return rdma.ErrClosed
 	}
 	if t.closedP[p].Load() {
-		return nil, &PeerError{Rank: p, Err: ErrPeerClosed}
+		return &PeerError{Rank: p, Err: ErrPeerClosed}
 	}
 	t.nextID++
 	c.id = t.nextID
 	pl := t.places[p]
 	if err := t.sendCtl(pl, c); err != nil {
-		return nil, &PeerError{Rank: p, Err: err}
+		return &PeerError{Rank: p, Err: err}
 	}
 	t.waits[c.id] = w
 	for off := 0; off < len(body); off += cmpi.MaxMessage {
@@ -508,13 +537,38 @@ func (t *Transport) call(p int, c *ctl, body, dst []byte) (*waiter, error) {
 			// transport cannot go on with it.
 			w.err = &PeerError{Rank: p, Err: err}
 			w.left = 0
-			w.done.Store(true)
 			delete(t.waits, c.id)
-			return w, nil
+			t.settle(w)
+			return nil
 		}
 		t.addOp(r, op{w: w, last: end == len(body)})
 	}
-	return w, nil
+	return nil
+}
+
+// settle marks w done and queues a started Put's end for its PutDone,
+// once (Progress delivers it); the caller holds the MPI lock.
+func (t *Transport) settle(w *waiter) {
+	w.done.Store(true)
+	if w.async == nil || w.settled {
+		return
+	}
+	w.settled = true
+	t.imu.Lock()
+	t.putDone = append(t.putDone, w)
+	t.waiting.Add(1)
+	t.imu.Unlock()
+}
+
+// endPut tells a started Put's PutDone its result, after unpinning its
+// source (MPI is done with it).
+func (t *Transport) endPut(wk int, w *waiter) {
+	if w.pin != nil {
+		w.pin.Unpin()
+		w.pin = nil
+	}
+	err := t.boundsErr(w.result(), w.region, w.off, w.n)
+	w.async.PutDone(wk, err)
 }
 
 // chunks returns the number of messages a transfer of n bytes takes.
@@ -556,19 +610,7 @@ func (t *Transport) await(w *waiter) error {
 			time.Sleep(20 * time.Microsecond)
 		}
 	}
-	if w.err != nil {
-		return w.err
-	}
-	switch w.code {
-	case stOK:
-		return nil
-	case stNoPeer:
-		return rdma.ErrNoPeer
-	case stNoRegion:
-		return rdma.ErrNoRegion
-	default:
-		return rdma.ErrOutOfBounds
-	}
+	return w.result()
 }
 
 // Register exposes buf for Put and Get by peers until Deregister; it pins
@@ -695,11 +737,39 @@ func (t *Transport) Put(owner rdma.Addr, r rdma.Region, off uint64, src []byte) 
 		pin.Pin(&src[0])
 	}
 	defer pin.Unpin()
-	w, err := t.call(p, &ctl{kind: kPut, addr: uint32(owner), key: r.Key, tag: r.Addr, off: off, n: uint64(len(src))}, src, nil)
-	if err != nil {
+	w := &waiter{proc: p}
+	if err := t.call(p, &ctl{kind: kPut, addr: uint32(owner), key: r.Key, tag: r.Addr, off: off, n: uint64(len(src))}, src, w); err != nil {
 		return err
 	}
 	return t.boundsErr(t.await(w), r, off, len(src))
+}
+
+// StartPut starts a Put of src into the region r of owner at off and
+// returns at once (pending true): the head and the bytes are on their way
+// as for Put, and done.PutDone is called from the Progress that finds the
+// owner's answer in and MPI done with src (or from Close). src stays
+// pinned until then. An owner in this process is copied to at once
+// (pending false), and so is a failure found before anything was sent.
+func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []byte, done rdma.PutDone) (bool, error) {
+	p, err := t.access(owner, r, off, len(src))
+	if err != nil {
+		return false, err
+	}
+	if p == t.rank {
+		return false, t.localCopy(owner, r, off, src, true)
+	}
+	w := &waiter{proc: p, async: done, region: r, off: off, n: len(src)}
+	if len(src) > 0 {
+		w.pin = new(runtime.Pinner)
+		w.pin.Pin(&src[0])
+	}
+	if err := t.call(p, &ctl{kind: kPut, addr: uint32(owner), key: r.Key, tag: r.Addr, off: off, n: uint64(len(src))}, src, w); err != nil {
+		if w.pin != nil {
+			w.pin.Unpin()
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 // Get copies from the region r of owner at off into dst; it parks the
@@ -717,8 +787,8 @@ func (t *Transport) Get(owner rdma.Addr, r rdma.Region, off uint64, dst []byte) 
 		pin.Pin(&dst[0])
 	}
 	defer pin.Unpin()
-	w, err := t.call(p, &ctl{kind: kGet, addr: uint32(owner), key: r.Key, tag: r.Addr, off: off, n: uint64(len(dst))}, nil, dst)
-	if err != nil {
+	w := &waiter{proc: p, dst: dst}
+	if err := t.call(p, &ctl{kind: kGet, addr: uint32(owner), key: r.Key, tag: r.Addr, off: off, n: uint64(len(dst))}, nil, w); err != nil {
 		return err
 	}
 	return t.boundsErr(t.await(w), r, off, len(dst))
@@ -792,6 +862,15 @@ func (t *Transport) deliver(w int) int {
 		t.imu.Lock()
 		var a arrival
 		switch {
+		case len(t.putDone) > 0:
+			pw := t.putDone[0]
+			t.putDone[0] = nil
+			t.putDone = t.putDone[1:]
+			t.waiting.Add(-1)
+			t.imu.Unlock()
+			t.endPut(w, pw)
+			n++
+			continue
 		case len(t.release) > 0:
 			a = t.release[0]
 			t.release[0] = arrival{}
@@ -985,7 +1064,7 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 				delete(t.waits, id)
 				wt.err = &PeerError{Rank: p, Err: ErrPeerClosed}
 				wt.acked, wt.left = true, 0
-				wt.done.Store(true)
+				t.settle(wt)
 			}
 		}
 	default:
@@ -997,7 +1076,7 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 // finish marks wt done once it is answered and its transfers are over.
 func (t *Transport) finish(wt *waiter) {
 	if wt.acked && wt.left == 0 {
-		wt.done.Store(true)
+		t.settle(wt)
 	}
 }
 
@@ -1225,8 +1304,12 @@ func (t *Transport) Close() error {
 		}
 		t.reqs[i].Orphan(nil)
 		if w := o.w; w != nil {
+			if w.pin != nil { // a started Put's source, which MPI may still read
+				keepPinned(w.pin)
+				w.pin = nil
+			}
 			w.err = rdma.ErrClosed
-			w.done.Store(true)
+			t.settle(w)
 		}
 	}
 	t.reqs, t.ops = nil, nil
@@ -1235,7 +1318,7 @@ func (t *Transport) Close() error {
 	for id, wt := range t.waits {
 		delete(t.waits, id)
 		wt.err = rdma.ErrClosed
-		wt.done.Store(true)
+		t.settle(wt)
 	}
 	giveLane(t.ring, t.me.lane, t.cfg.Ring, headSize+t.cfg.PayloadSize)
 	t.ring = nil
@@ -1255,9 +1338,16 @@ func (t *Transport) Close() error {
 			t.putBack(to, pk)
 		}
 	}
-	t.release, t.inbox, t.held = nil, nil, nil
+	ended := t.putDone
+	t.release, t.inbox, t.held, t.putDone = nil, nil, nil, nil
+	t.waiting.Store(0)
 	t.imu.Unlock()
 	t.dmu.Unlock()
+	// The started Puts that ended and were not told yet (with ErrClosed
+	// for those Close ended).
+	for _, w := range ended {
+		t.endPut(packet.NoWorker, w)
+	}
 	t.regMu.Lock()
 	for k, g := range t.regs {
 		if g.pin != nil {

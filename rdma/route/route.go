@@ -44,6 +44,7 @@ var (
 	_ rdma.Local       = (*Transport)(nil)
 	_ rdma.Sleeper     = (*Transport)(nil)
 	_ rdma.AlarmSource = (*Transport)(nil)
+	_ rdma.PutStarter  = (*Transport)(nil)
 )
 
 // Adopter is implemented by backends (rdma/tcp) that can serve Put and
@@ -277,6 +278,20 @@ func (t *Transport) Put(owner rdma.Addr, r rdma.Region, off uint64, src []byte) 
 	}
 	copy(dst, src)
 	return nil
+}
+
+// StartPut starts a Put through the owner's backend when that backend
+// can overlap Puts (rdma.PutStarter); otherwise, and for an owner in this
+// process, it does the Put at once and returns pending false.
+func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []byte, done rdma.PutDone) (bool, error) {
+	b, err := t.Backend(owner)
+	if err != nil {
+		return false, err
+	}
+	if ps, ok := b.(rdma.PutStarter); ok && b != t.local {
+		return ps.StartPut(owner, r, off, src, done)
+	}
+	return false, t.Put(owner, r, off, src)
 }
 
 // Get copies from r into dst, as Put.
