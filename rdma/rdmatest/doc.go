@@ -68,6 +68,13 @@
 //   - Re-entrancy: a Receiver may Send (re-using the packet it was given),
 //     Register, Put and Deregister from inside Receive; the suite runs a
 //     rendezvous (RTS, RTR, Put, Done) entirely from Receivers.
+//   - Started Puts (transports that implement rdma.PutStarter): the same
+//     rendezvous with every RTR starting its Puts and returning, the Done
+//     sent from the last PutDone, so that all transfers are in flight at
+//     once; each PutDone comes once, and the bytes are in place when the
+//     Done arrives; a started Put past the end or into a deregistered
+//     region fails (at once or through PutDone), and one after Close
+//     fails at once with rdma.ErrClosed.
 //   - Addresses: Send, Put and Get to an address never bound, or unbound,
 //     fail with rdma.ErrNoPeer; binding twice fails with rdma.ErrBound and
 //     leaves the first Receiver in place; an address can be bound again after

@@ -82,6 +82,7 @@ var cases = []struct {
 	{"ManyToOne", testManyToOne},
 	{"SendFromReceive", testSendFromReceive},
 	{"Rendezvous", testRendezvous},
+	{"StartPut", testStartPut},
 	{"NoPeer", testNoPeer},
 	{"Unbind", testUnbind},
 	{"Bind", testBind},
