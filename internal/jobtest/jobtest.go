@@ -220,7 +220,8 @@ func runProcess(level endpoint.ThreadLevel, opts endpoint.Options, share func(ra
 // destination's pool (the sender's packet goes back to its port's pool),
 // nothing is reached directly, and with a limit the wire queues packets
 // until Progress and refuses more than limit with rdma.ErrAgain, as a full
-// ring does.
+// ring does; its ports then also start Puts (rdma.PutStarter) and copy
+// them at their next Progress, as a network's transfers end later.
 type Wire struct {
 	limit int
 
@@ -245,6 +246,16 @@ type Port struct {
 	mu     sync.Mutex
 	pool   *packet.Pool // of this process: its first Bind's
 	closed bool
+	puts   []startedPut // StartPut's, copied by the next Progress
+}
+
+// startedPut is a Put a Port started and copies later.
+type startedPut struct {
+	owner rdma.Addr
+	r     rdma.Region
+	off   uint64
+	src   []byte
+	done  rdma.PutDone
 }
 
 // Port returns a new transport on w for one process.
@@ -331,21 +342,61 @@ func (p *Port) Get(owner rdma.Addr, r rdma.Region, off uint64, dst []byte) error
 	return p.Wire.get(owner, r, off, dst)
 }
 
-// Progress delivers what the wire queued.
-func (p *Port) Progress(w int) int { return p.Wire.progress(w) }
-
-// Close closes this port (the wire stays up for the other processes).
-func (p *Port) Close() error {
+// StartPut starts a Put on a queued wire: the copy is made, and done told,
+// by this port's next Progress. On a synchronous wire it is Put (pending
+// false).
+func (p *Port) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []byte, done rdma.PutDone) (bool, error) {
+	if p.Wire.limit == 0 {
+		return false, p.Put(owner, r, off, src)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
+		return false, rdma.ErrClosed
+	}
+	p.puts = append(p.puts, startedPut{owner, r, off, src, done})
+	return true, nil
+}
+
+// Progress copies the started Puts and tells them, then delivers what the
+// wire queued.
+func (p *Port) Progress(w int) int {
+	n := 0
+	if p.Wire.limit > 0 {
+		p.mu.Lock()
+		puts := p.puts
+		p.puts = nil
+		p.mu.Unlock()
+		for _, sp := range puts {
+			sp.done.PutDone(w, p.Wire.put(sp.owner, sp.r, sp.off, sp.src))
+		}
+		n = len(puts)
+	}
+	return n + p.Wire.progress(w)
+}
+
+// Close closes this port (the wire stays up for the other processes); the
+// Puts it started and did not copy end with rdma.ErrClosed.
+func (p *Port) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
 		return rdma.ErrClosed
 	}
 	p.closed = true
+	puts := p.puts
+	p.puts = nil
+	p.mu.Unlock()
+	for _, sp := range puts {
+		sp.done.PutDone(packet.NoWorker, rdma.ErrClosed)
+	}
 	return nil
 }
 
-var _ rdma.Transport = (*Port)(nil)
+var (
+	_ rdma.Transport  = (*Port)(nil)
+	_ rdma.PutStarter = (*Port)(nil)
+)
 
 type queuedPacket struct {
 	to rdma.Addr
