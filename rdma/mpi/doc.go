@@ -35,20 +35,26 @@
 // answer is there and its MPI_Isend has completed (src may be reused).
 // What the sender sends after it (the endpoint layer's Done, which tells
 // the owner the bytes are there) waits at the owner, in its ring, until
-// the receive has completed. A Get asks, the owner answers and sends the
+// the receives of that sender's Puts posted before it have completed. A Get asks, the owner answers and sends the
 // bytes. Heads and bytes pair up because a process sends each pair under
 // the lock and MPI keeps the order of one source and tag.
 //
-// MPI-3 RMA (a dynamic window, MPI_Win_attach per registration,
-// MPI_Put + MPI_Win_flush) is not built yet; point-to-point reaches
-// 0.53–0.93× raw MPI's 1 MiB bandwidth (BENCHMARKS.md, issue 17). The
-// limit is not the bytes but the endpoint layer's Put being synchronous
-// inside the sender's delivery of each RTR: one Put in flight per
-// process, so a window of 64 messages is moved one at a time, each paying
-// the answer's trip and both sides' polls, where raw MPI keeps 64
-// transfers in flight. RMA would not lift that (its flush is the same
-// wait); an asynchronous Put in rdma.Transport, letting the endpoint
-// layer send the Done from the Put's completion, would.
+// StartPut (rdma.PutStarter) is the same Put without the wait: it sends
+// the head and starts the bytes' MPI_Isend, and the Progress that finds
+// the answer in and the send complete calls the Put's PutDone (src stays
+// pinned until then). The endpoint layer starts each rendezvous Put from
+// the RTR's delivery this way and sends the Done from PutDone, so a window
+// of large sends has all its transfers in flight at once, as raw MPI's
+// does; with the synchronous Put, one transfer per process moved at a
+// time, each paying the answer's trip and both sides' polls (0.53–0.93×
+// raw MPI's 1 MiB bandwidth; BENCHMARKS.md, issue 17, has the figures
+// since).
+//
+// MPI-3 RMA (a dynamic window, MPI_Win_attach per registration, MPI_Put +
+// MPI_Win_flush) is not built: with the Puts overlapped, point-to-point
+// moves the bytes in one copy straight between the pinned buffers already
+// (MPI's own rendezvous for large ones), and RMA would add a window
+// attach per registration and a flush per Put to reach the same.
 //
 // # Lanes
 //

@@ -1,0 +1,123 @@
+//go:build mpi
+
+// Command mpipingpong measures the bare rdma/mpi transport, without the
+// endpoint stack: under an MPI launcher with two processes, process 0
+// sends a packet of -size payload bytes to process 1, whose Receiver sends
+// it straight back, and polls Progress on a locked OS thread until it is
+// back; it prints the one-way latency (half a round trip) in
+// microseconds, the OSU way, to set beside fmpi-osu latency over the same
+// transport (FIBERMPI_TRANSPORT=mpi) and raw MPI's osu_latency:
+//
+//	mpiexec.mpich -n 2 mpipingpong -size 8
+//
+// Build with -tags mpi (MPICH) or -tags mpi,ompi (Open MPI).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/fibermpi/fibermpi/bootstrap"
+	"github.com/fibermpi/fibermpi/packet"
+	"github.com/fibermpi/fibermpi/rdma"
+	"github.com/fibermpi/fibermpi/rdma/mpi"
+)
+
+func main() {
+	size := flag.Int("size", 8, "payload bytes")
+	iters := flag.Int("i", 100000, "timed round trips")
+	warm := flag.Int("x", 10000, "warm-up round trips")
+	flag.Parse()
+	if err := run(*size, *iters, *warm); err != nil {
+		fmt.Fprintln(os.Stderr, "mpipingpong:", err)
+		os.Exit(1)
+	}
+}
+
+// echo sends every arrival back to where it came from (the peer's
+// address), from inside Receive, as the endpoint layer's protocol does.
+type echo struct {
+	tr   rdma.Transport
+	pool *packet.Pool
+	peer rdma.Addr
+	got  atomic.Int64
+	err  atomic.Pointer[error]
+}
+
+func (e *echo) Receive(w int, pk *packet.Packet) {
+	e.got.Add(1)
+	if e.peer == 0 { // process 1: answer
+		if err := e.tr.Send(w, e.peer, pk); err != nil {
+			e.err.Store(&err)
+		}
+		return
+	}
+	e.pool.Put(w, pk)
+}
+
+func run(size, iters, warm int) error {
+	runtime.LockOSThread()
+	boot, err := bootstrap.Detect()
+	if err != nil {
+		return err
+	}
+	defer boot.Close()
+	if boot.Size() != 2 {
+		return fmt.Errorf("run with 2 processes, not %d", boot.Size())
+	}
+	me := boot.Rank()
+	pool, err := packet.New(packet.Config{Workers: 1, PerWorker: 64, Shared: 256})
+	if err != nil {
+		return err
+	}
+	tr, err := mpi.New(mpi.Config{Exchange: boot, Layout: rdma.NewLayout(2), Peers: []int{1 - me}, Pool: pool})
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	e := &echo{tr: tr, pool: pool, peer: rdma.Addr(1 - me)}
+	if err := tr.Bind(rdma.Addr(me), e, pool); err != nil {
+		return err
+	}
+	if err := boot.Barrier(); err != nil { // both bound
+		return err
+	}
+	const w = 0
+	if me == 1 {
+		for want := int64(warm + iters); e.got.Load() < want; {
+			tr.Progress(w)
+			if p := e.err.Load(); p != nil {
+				return *p
+			}
+		}
+	} else {
+		data := make([]byte, size)
+		var t0 time.Time
+		for i := range warm + iters {
+			if i == warm {
+				t0 = time.Now()
+			}
+			pk := pool.Get(w)
+			if pk == nil {
+				return fmt.Errorf("the pool is dry")
+			}
+			pk.Kind = packet.KindEager
+			if err := pk.SetData(data); err != nil {
+				return err
+			}
+			if err := tr.Send(w, 1, pk); err != nil {
+				return err
+			}
+			for e.got.Load() <= int64(i) {
+				tr.Progress(w)
+			}
+		}
+		d := time.Since(t0)
+		fmt.Printf("%-10d%18.2f\n", size, float64(d)/float64(time.Microsecond)/float64(2*iters))
+	}
+	return boot.Barrier()
+}
