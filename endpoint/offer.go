@@ -276,6 +276,14 @@ func (c *core) onOffer(w int, pk *packet.Packet) {
 // putOffered sends data into an offered receive buffer: a Put of what fits,
 // then Done with the message length, from which the receiver reports its
 // status (and truncation). The send is then complete.
+//
+// The Put is made here, in the sender's call, even on a transport that can
+// start it and finish later (rdma.PutStarter, which onRTR uses): the
+// offered receive stays in the receiver's matching table until this Done
+// arrives, so the Done must precede every later packet of this sender
+// under the key (see the top of this file); a Done sent from the Put's
+// end would let the sender's next eager message overtake it and match the
+// offered receive.
 func (e *Endpoint) putOffered(to rdma.Addr, off offer, data []byte) error {
 	n := min(uint64(len(data)), off.region.Len)
 	var err error
