@@ -5,8 +5,11 @@ package mpi
 /*
 #cgo noescape fmpi_send_now
 #cgo nocallback fmpi_send_now
+#cgo noescape fmpi_poll
 #cgo nocallback fmpi_poll
+#cgo noescape fmpi_ring_cycle
 #cgo nocallback fmpi_ring_cycle
+#cgo noescape fmpi_sendq_test
 #cgo nocallback fmpi_sendq_test
 #include "fmpi.h"
 */

@@ -239,8 +239,9 @@ type Transport struct {
 	// inbox and delivered.
 	dmu     sync.Mutex
 	imu     sync.Mutex   // inbox, held
-	waiting atomic.Int32 // len(inbox) + len(release), read without imu
-	inbox   []arrival
+	waiting atomic.Int32 // the arrivals in inbox, release and putDone, read without imu
+	inbox   []arrival    // inbox[ihead:] waits; the array is reused once empty
+	ihead   int
 	held    map[rdma.Addr][]*packet.Packet // arrivals for an unbound address, in order
 	release []arrival                      // held arrivals of an address bound again
 	putDone []*waiter                      // started Puts that ended, for their PutDone
@@ -250,9 +251,12 @@ type Transport struct {
 	nextKey uint32
 	tagBase uint64
 
-	polls atomic.Uint64 // Progress calls, watched by the poller
-	stop  chan struct{}
-	wg    sync.WaitGroup
+	// polled is set by Progress (a load, and a store only when it was
+	// clear: no locked instruction per poll) and cleared by the poller,
+	// which backs off while it finds it set.
+	polled atomic.Bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
 }
 
 var (
@@ -835,7 +839,9 @@ func (t *Transport) Progress(w int) int {
 	if t.closed.Load() {
 		return 0
 	}
-	t.polls.Add(1)
+	if !t.polled.Load() {
+		t.polled.Store(true)
+	}
 	if !t.dmu.TryLock() {
 		return 0
 	}
@@ -876,13 +882,12 @@ func (t *Transport) deliver(w int) int {
 			t.release[0] = arrival{}
 			t.waiting.Add(-1)
 			t.release = t.release[1:]
-		case len(t.inbox) > 0:
-			a = t.inbox[0]
-			t.inbox[0] = arrival{}
+		case t.ihead < len(t.inbox):
+			a = t.inbox[t.ihead]
+			t.inbox[t.ihead] = arrival{}
 			t.waiting.Add(-1)
-			t.inbox = t.inbox[1:]
-			if len(t.inbox) == 0 {
-				t.inbox = t.inbox[:0:0]
+			if t.ihead++; t.ihead == len(t.inbox) {
+				t.inbox, t.ihead = t.inbox[:0], 0
 			}
 		default:
 			t.imu.Unlock()
@@ -1102,22 +1107,37 @@ func (t *Transport) arrive(w int, msg []byte, src int) bool {
 	}
 	t.imu.Lock()
 	defer t.imu.Unlock()
-	if len(t.inbox) == 0 || t.inbox[len(t.inbox)-1].pk != nil {
+	if t.ihead == len(t.inbox) || t.inbox[len(t.inbox)-1].pk != nil {
 		if pk := t.build(w, to, msg); pk != nil {
-			t.inbox = append(t.inbox, arrival{to: to, pk: pk})
-			t.waiting.Add(1)
+			t.push(arrival{to: to, pk: pk})
 			return true
 		}
 	}
-	t.inbox = append(t.inbox, arrival{to: to, raw: append([]byte(nil), msg...)})
-	t.waiting.Add(1)
+	t.push(arrival{to: to, raw: append([]byte(nil), msg...)})
 	return true
+}
+
+// push appends a to the inbox, moving the waiting arrivals to the front of
+// the array first when it is full; the caller holds imu.
+func (t *Transport) push(a arrival) {
+	if len(t.inbox) == cap(t.inbox) && t.ihead > 0 {
+		n := copy(t.inbox, t.inbox[t.ihead:])
+		clear(t.inbox[n:])
+		t.inbox, t.ihead = t.inbox[:n], 0
+	}
+	t.inbox = append(t.inbox, a)
+	t.waiting.Add(1)
 }
 
 // pushFront puts a back at the head of the inbox; the caller holds imu.
 func (t *Transport) pushFront(a arrival) {
-	t.inbox = append(t.inbox, arrival{})
 	t.waiting.Add(1)
+	if t.ihead > 0 {
+		t.ihead--
+		t.inbox[t.ihead] = a
+		return
+	}
+	t.inbox = append(t.inbox, arrival{})
 	copy(t.inbox[1:], t.inbox)
 	t.inbox[0] = a
 }
@@ -1214,7 +1234,6 @@ func (t *Transport) testOps() int {
 func (t *Transport) poller() {
 	const least, most = 20 * time.Microsecond, 2 * time.Millisecond
 	delay := least
-	last := t.polls.Load()
 	tm := time.NewTimer(delay)
 	defer tm.Stop()
 	for {
@@ -1223,11 +1242,11 @@ func (t *Transport) poller() {
 			return
 		case <-tm.C:
 		}
-		if now := t.polls.Load(); now != last && calls.Load() == 0 {
+		if t.polled.Load() && calls.Load() == 0 {
 			// Someone drives progress: back off, but gradually, since
 			// that someone may call Progress only now and then while
 			// peers wait for answers.
-			last = now
+			t.polled.Store(false)
 			delay = min(2*delay, most)
 		} else if cmpi.TryLock() {
 			n := 0
@@ -1328,7 +1347,7 @@ func (t *Transport) Close() error {
 	// Nothing delivers any more (closed): hand back what waits.
 	t.dmu.Lock()
 	t.imu.Lock()
-	for _, a := range append(t.release, t.inbox...) {
+	for _, a := range append(t.release, t.inbox[t.ihead:]...) {
 		if a.pk != nil {
 			t.putBack(a.to, a.pk)
 		}
@@ -1339,7 +1358,7 @@ func (t *Transport) Close() error {
 		}
 	}
 	ended := t.putDone
-	t.release, t.inbox, t.held, t.putDone = nil, nil, nil, nil
+	t.release, t.inbox, t.ihead, t.held, t.putDone = nil, nil, 0, nil, nil
 	t.waiting.Store(0)
 	t.imu.Unlock()
 	t.dmu.Unlock()
