@@ -139,6 +139,7 @@ typedef struct {
 	MPI_Request *req;
 	int *count;      // bytes received, per complete slot
 	int *source;     // rank of the sender, per complete slot
+	int err;         // fmpi_poll's MPI error code
 } fmpi_ring;
 
 static int fmpi_ring_post(fmpi_ring *r, int i) {
@@ -333,12 +334,16 @@ static int fmpi_sendq_test(fmpi_sendq *q, int *err) {
 
 // fmpi_poll is one poll of a transport in one cgo call: it retires the
 // completed sends of q (if any is active), then cycles r (see
-// fmpi_ring_cycle). *active gets the sends still active.
-static int fmpi_poll(fmpi_sendq *q, fmpi_ring *r, int done, int max, int *active, int *err) {
+// fmpi_ring_cycle); r->err gets the MPI error, if any. q and r come as
+// integers (they are C memory): cgo then checks no argument of the hot
+// call for Go pointers.
+static int fmpi_poll(uintptr_t qp, uintptr_t rp, int done, int max) {
+	fmpi_sendq *q = (fmpi_sendq *)qp;
+	fmpi_ring *r = (fmpi_ring *)rp;
 	int e1 = MPI_SUCCESS, e2 = MPI_SUCCESS;
-	*active = q->active ? fmpi_sendq_test(q, &e1) : 0;
+	if (q->active) fmpi_sendq_test(q, &e1);
 	int n = fmpi_ring_cycle(r, done, max, &e2);
-	*err = e1 != MPI_SUCCESS ? e1 : e2;
+	r->err = e1 != MPI_SUCCESS ? e1 : e2;
 	return n;
 }
 

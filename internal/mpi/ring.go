@@ -53,10 +53,15 @@ func (r *Ring) Cycle(max int) (int, error) {
 // Poll is one poll in one cgo call: it retires q's completed sends and
 // then does what Cycle does, returning the complete slots.
 func (r *Ring) Poll(q *SendQ, max int) (int, error) {
-	var code, active C.int
-	n := C.fmpi_poll(q.q, r.r, C.int(r.consumed), C.int(max), &active, &code)
+	// Safety: q.q and r.r are C memory (fmpi_sendq_new, fmpi_ring_new),
+	// never freed while the ring is in use; passed as integers, they are
+	// not Go pointers for cgo to check, and C gets no Go pointer.
+	n := C.fmpi_poll(C.uintptr_t(uintptr(unsafe.Pointer(q.q))), C.uintptr_t(uintptr(unsafe.Pointer(r.r))), C.int(r.consumed), C.int(max))
 	r.consumed = 0
-	return int(n), check("MPI_Test", code)
+	if r.r.err == C.MPI_SUCCESS {
+		return int(n), nil
+	}
+	return int(n), check("MPI_Test", r.r.err)
 }
 
 // Slot returns the message in complete slot k (0 = the head) and the rank

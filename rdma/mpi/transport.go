@@ -834,16 +834,16 @@ func (t *Transport) unbusy(g *region) {
 }
 
 // Progress polls MPI (if no other goroutine is doing so) and delivers the
-// arrivals, in order, to their Receivers. It never blocks.
+// arrivals, in order, to their Receivers (if no other goroutine is doing
+// so: that one delivers them, or the next Progress). It never blocks. A
+// poll that finds nothing takes two locked instructions (the MPI lock's)
+// and one cgo call.
 func (t *Transport) Progress(w int) int {
 	if t.closed.Load() {
 		return 0
 	}
 	if !t.polled.Load() {
 		t.polled.Store(true)
-	}
-	if !t.dmu.TryLock() {
-		return 0
 	}
 	n := 0
 	if cmpi.TryLock() {
@@ -852,8 +852,10 @@ func (t *Transport) Progress(w int) int {
 		}
 		cmpi.Unlock()
 	}
-	n += t.deliver(w)
-	t.dmu.Unlock()
+	if t.waiting.Load() > 0 && t.dmu.TryLock() {
+		n += t.deliver(w)
+		t.dmu.Unlock()
+	}
 	return n
 }
 
