@@ -251,6 +251,9 @@ type Process struct {
 	// local reaches the peers of an in-process transport directly (nil for
 	// transports between processes).
 	local rdma.Local
+	// eagerTr is the transport as an rdma.EagerSender (nil if it is not
+	// one): eager sends to other processes then need no packet.
+	eagerTr rdma.EagerSender
 
 	world     Comm  // the Init world: one endpoint per process
 	worldProc Comm  // its process communicator: worldCore alone
@@ -343,6 +346,7 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 		p.tr = tr
 	}
 	p.local, _ = p.tr.(rdma.Local)
+	p.eagerTr, _ = p.tr.(rdma.EagerSender)
 	fcfg := opts.Fiber
 	var alarm rdma.Alarm
 	if opts.Progress == ProgressIdle {

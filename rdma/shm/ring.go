@@ -209,7 +209,8 @@ func (o *outRing) writePacket(off uint64, size int, to rdma.Addr, pk *packet.Pac
 // ring's packets (Progress takes it with tryLock and keeps it across
 // Receive calls, which keeps deliveries in ring order); take is held
 // while records are taken out of the ring or the queue, never across a
-// call out of the transport. A Put or Get that waits for room drains the
+// call out of the transport other than ReceiveEager (rdma.EagerReceiver),
+// which must not call back into it. A Put or Get that waits for room drains the
 // ring into queue under take alone, even when the goroutine delivering
 // the ring is the one waiting (a Receive that Puts): delivery then goes
 // on from the queue, which comes before the ring.
