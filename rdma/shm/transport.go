@@ -501,15 +501,24 @@ const maxPerCall = 4 * batchSize
 
 // deliver takes batches of records out of ir and delivers their packets.
 func (t *Transport) deliver(w int, ir *inRing) int {
-	if !ir.deliver.tryLock() {
+	if !ir.lk.tryDeliver() {
 		return 0 // another goroutine delivers this ring
 	}
-	defer ir.deliver.unlock()
+	// take is held from here to the first Receive call; deliver to the
+	// end, released by the deferred call also if a Receiver panics.
+	holdingTake := true
+	defer func() { ir.lk.unlockDeliver(holdingTake) }()
 	n := 0
 	for n < maxPerCall {
-		ir.take.lock()
+		if !holdingTake {
+			ir.lk.lockTake()
+			holdingTake = true
+		}
 		k, handled, full := t.takeBatch(w, ir)
-		ir.take.unlock()
+		if k > 0 {
+			ir.lk.unlockTake()
+			holdingTake = false
+		}
 		for i := range k {
 			r, pk := ir.recv[i], ir.batch[i]
 			ir.recv[i], ir.batch[i] = nil, nil
@@ -638,7 +647,7 @@ func (t *Transport) drain() int {
 		if !ir.pending() {
 			continue
 		}
-		ir.take.lock()
+		ir.lk.lockTake()
 		for !ir.dead {
 			rec, typ, size, word1, ok, corrupt := ir.peekRing()
 			if corrupt {
@@ -658,7 +667,7 @@ func (t *Transport) drain() int {
 			n++
 		}
 		ir.publishHead()
-		ir.take.unlock()
+		ir.lk.unlockTake()
 	}
 	if queued > 0 && t.self.hdr.waiters.Load() != 0 {
 		wakeOne(t.self.hdr) // a sleeper of this process has packets to deliver
@@ -738,11 +747,11 @@ func (t *Transport) Close() error {
 		}
 	}
 	for _, ir := range t.in {
-		ir.take.lock()
+		ir.lk.lockTake()
 		ir.dead = true
 		ir.queue, ir.qhead = nil, 0
 		ir.queued.Store(0)
-		ir.take.unlock()
+		ir.lk.unlockTake()
 	}
 	t.gets.closeAll()
 	wakeAll(t.self.hdr)
