@@ -611,7 +611,7 @@ func (e *Endpoint) Recv(c Comm, src, tag int, buf []byte) (Status, error) {
 	if !r.ev.Done() {
 		if e.c.p.opts.Progress == ProgressCaller {
 			r.poll(e.waiter)
-		} else {
+		} else if !r.spin(e.waiter) {
 			r.ev.Wait(e.waiter)
 		}
 	}

@@ -60,7 +60,12 @@ type ProgressMode int
 const (
 	// ProgressIdle polls from the fiber workers' idle hook (Snir 2009 §5's
 	// fibers that yield inside blocking calls): no extra thread, and
-	// progress whenever a worker has nothing to run. The default.
+	// progress whenever a worker has nothing to run. The default. In a
+	// job of several processes a fiber that starts to wait while its
+	// worker has nothing else to run first polls the transport itself, a
+	// few hundred times at most (fiber.Fiber.WorkerIdle, checked as it
+	// goes): the same polling the idle hook would do, without blocking
+	// and being resumed. It yields as soon as another fiber can run.
 	ProgressIdle ProgressMode = iota
 	// ProgressServer runs a dedicated communication server, a goroutine
 	// locked to its own OS thread that polls continuously (Dang et al. 2016b's
