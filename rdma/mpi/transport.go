@@ -114,6 +114,7 @@ var calls atomic.Int32
 
 type binding struct {
 	r    rdma.Receiver
+	er   rdma.EagerReceiver // r, if it takes eager messages without a packet; else nil
 	pool *packet.Pool
 }
 
@@ -122,8 +123,8 @@ type region struct {
 	buf  []byte
 	tag  uint64
 	pin  *runtime.Pinner // nil for an adopted region (its owner pins it)
-	busy int             // transfers in flight into or out of it, under the MPI lock
-	gone bool            // deregistered while busy: unpin when busy drops to 0
+	busy int             // transfers in flight into or out of it, under regMu
+	gone bool            // deregistered while busy: unpin when busy drops to 0 (under regMu)
 }
 
 // waiter is a call of this process waiting for a peer's answer: a Bind,
@@ -220,14 +221,18 @@ type Transport struct {
 	list    []int // the peers
 
 	// Under the MPI lock (cmpi.Lock).
-	ring   *cmpi.Ring
-	sendq  *cmpi.SendQ
-	waits  map[uint64]*waiter
-	nextID uint64
-	ops    []op
-	reqs   []cmpi.Request
-	idx    []int32
-	inPut  map[int]int // by MPI rank: receives of that rank's Put bytes in flight
+	ring  *cmpi.Ring
+	sendq *cmpi.SendQ
+	// direct is set while Progress polls: an eager arrival for a receive
+	// already posted may then go straight from the ring to its
+	// EagerReceiver (arrive), once dheld says this poll holds dmu.
+	direct, dheld bool
+	waits         map[uint64]*waiter
+	nextID        uint64
+	ops           []op
+	reqs          []cmpi.Request
+	idx           []int32
+	inPut         map[int]int // by MPI rank: receives of that rank's Put bytes in flight
 
 	mu     sync.Mutex           // Bind, Unbind, Close
 	dir    addrdir.Dir[binding] // this process's bound addresses
@@ -260,9 +265,10 @@ type Transport struct {
 }
 
 var (
-	_ rdma.Transport  = (*Transport)(nil)
-	_ rdma.Sleeper    = (*Transport)(nil)
-	_ rdma.PutStarter = (*Transport)(nil)
+	_ rdma.Transport   = (*Transport)(nil)
+	_ rdma.Sleeper     = (*Transport)(nil)
+	_ rdma.PutStarter  = (*Transport)(nil)
+	_ rdma.EagerSender = (*Transport)(nil)
 )
 
 const exchangeKey = "fibermpi/mpi"
@@ -376,7 +382,8 @@ func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error 
 		return rdma.ErrBound
 	}
 	t.pools.Add(pool)
-	t.dir.Store(a, &binding{r: r, pool: pool})
+	er, _ := r.(rdma.EagerReceiver)
+	t.dir.Store(a, &binding{r: r, er: er, pool: pool})
 	// Arrivals held while a was unbound go first.
 	t.imu.Lock()
 	if h := t.held[a]; len(h) > 0 {
@@ -502,6 +509,38 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 	}
 	pool.Put(w, pk)
 	return nil
+}
+
+// SendEager sends an eager message straight from data, as Send would a
+// packet holding it (one copy, by the same cgo call), without the packet.
+// It reports false, having done nothing, whenever Send would not succeed
+// at once (closed, unbound, too long, a full queue): the caller then sends
+// a packet, and Send says why.
+func (t *Transport) SendEager(w int, to rdma.Addr, h rdma.EagerHeader, data []byte) bool {
+	if t.closed.Load() || len(data) > t.cfg.PayloadSize {
+		return false
+	}
+	p, err := t.dest(to)
+	if err != nil {
+		return false
+	}
+	var head [headSize]byte
+	pl := t.places[p]
+	head[0] = kPacket
+	putGen(&head, pl.gen)
+	binary.LittleEndian.PutUint32(head[4:], uint32(to))
+	packet.EncodeEager(head[pktHead:], h.Context, h.Source, h.Tag, uint32(h.From), len(data))
+	cmpi.Lock()
+	defer cmpi.Unlock()
+	if t.closed.Load() {
+		return false
+	}
+	if t.sendq.Active() >= t.cfg.MaxQueue {
+		if n, err := t.sendq.Test(); err != nil || n >= t.cfg.MaxQueue {
+			return false
+		}
+	}
+	return t.sendq.Send(head[:], data, pl.rank, pl.ctrlTag()) == nil
 }
 
 // sendCtl sends a control message to pl; the caller holds the MPI lock.
@@ -668,29 +707,29 @@ func (t *Transport) Deregister(r rdma.Region) error {
 		return rdma.ErrNoRegion
 	}
 	delete(t.regs, r.Key)
-	t.regMu.Unlock()
-	// Lock order: the MPI lock, then regMu (lookup); never both here. A
-	// lookup that found g before the delete counted it busy under the MPI
-	// lock, which this section takes after.
-	cmpi.Lock()
+	// A lookup that found g before the delete counted it busy (under
+	// regMu): its transfer's end unpins it. Deregister takes no MPI lock,
+	// so a Receiver may call it from a delivery made under that lock
+	// (ReceiveEager).
 	if g.busy > 0 {
 		g.gone = true
 	} else if g.pin != nil {
 		g.pin.Unpin()
 	}
-	cmpi.Unlock()
+	t.regMu.Unlock()
 	return nil
 }
 
 // lookup returns the registration and the bytes of an access c names, or
-// a status. The caller holds the MPI lock.
+// a status; with stOK the registration is counted busy until unbusy. The
+// caller holds the MPI lock.
 func (t *Transport) lookup(c *ctl) (*region, []byte, uint32) {
 	if t.binding(rdma.Addr(c.addr)) == nil {
 		return nil, nil, stNoPeer
 	}
 	t.regMu.Lock()
+	defer t.regMu.Unlock()
 	g, ok := t.regs[c.key]
-	t.regMu.Unlock()
 	if !ok || g.tag != c.tag {
 		return nil, nil, stNoRegion
 	}
@@ -698,6 +737,7 @@ func (t *Transport) lookup(c *ctl) (*region, []byte, uint32) {
 	if c.off > rl || c.n > rl-c.off {
 		return nil, nil, stBounds
 	}
+	g.busy++
 	return g, g.buf[c.off : c.off+c.n], stOK
 }
 
@@ -802,9 +842,6 @@ func (t *Transport) Get(owner rdma.Addr, r rdma.Region, off uint64, dst []byte) 
 func (t *Transport) localCopy(owner rdma.Addr, r rdma.Region, off uint64, b []byte, put bool) error {
 	cmpi.Lock()
 	g, buf, st := t.lookup(&ctl{addr: uint32(owner), key: r.Key, tag: r.Addr, off: off, n: uint64(len(b))})
-	if st == stOK {
-		g.busy++
-	}
 	cmpi.Unlock()
 	switch st {
 	case stNoPeer:
@@ -819,18 +856,18 @@ func (t *Transport) localCopy(owner rdma.Addr, r rdma.Region, off uint64, b []by
 	} else {
 		copy(b, buf)
 	}
-	cmpi.Lock()
 	t.unbusy(g)
-	cmpi.Unlock()
 	return nil
 }
 
-// unbusy ends a transfer on g; the caller holds the MPI lock.
+// unbusy ends a transfer on g.
 func (t *Transport) unbusy(g *region) {
+	t.regMu.Lock()
 	g.busy--
 	if g.busy == 0 && g.gone && g.pin != nil {
 		g.pin.Unpin()
 	}
+	t.regMu.Unlock()
 }
 
 // Progress polls MPI (if no other goroutine is doing so) and delivers the
@@ -845,14 +882,17 @@ func (t *Transport) Progress(w int) int {
 	if !t.polled.Load() {
 		t.polled.Store(true)
 	}
-	n := 0
+	n, held := 0, false
 	if cmpi.TryLock() {
 		if !t.closed.Load() {
+			t.direct = true
 			n = t.pollLocked(w)
+			held = t.dheld
+			t.direct, t.dheld = false, false
 		}
 		cmpi.Unlock()
 	}
-	if t.waiting.Load() > 0 && t.dmu.TryLock() {
+	if held || t.waiting.Load() > 0 && t.dmu.TryLock() {
 		n += t.deliver(w)
 		t.dmu.Unlock()
 	}
@@ -1011,8 +1051,6 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 			if c.n > 0 {
 				junk = newDiscard(int(min(c.n, cmpi.MaxMessage)), chunks(int(c.n)))
 			}
-		} else {
-			g.busy++
 		}
 		ack := &ctl{kind: kPutAck, id: c.id, code: st}
 		if c.n == 0 {
@@ -1048,10 +1086,13 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 	case kGet:
 		g, buf, st := t.lookup(&c)
 		t.answer(pl, &ctl{kind: kGetAck, id: c.id, code: st})
-		if st != stOK || c.n == 0 {
+		if st != stOK {
 			break
 		}
-		g.busy++
+		if c.n == 0 {
+			t.unbusy(g)
+			break
+		}
 		for off := uint64(0); off < c.n; off += cmpi.MaxMessage {
 			end := min(off+cmpi.MaxMessage, c.n)
 			r, err := t.comm.Isend(buf[off:end], pl.rank, pl.dataTag())
@@ -1107,6 +1148,9 @@ func (t *Transport) arrive(w int, msg []byte, src int) bool {
 		t.cfg.Logf("mpi: process %d: dropped a malformed packet of %d bytes from MPI rank %d (%v)", t.rank, len(msg), src, err)
 		return true
 	}
+	if t.direct && t.receiveEager(w, to, msg) {
+		return true
+	}
 	t.imu.Lock()
 	defer t.imu.Unlock()
 	if t.ihead == len(t.inbox) || t.inbox[len(t.inbox)-1].pk != nil {
@@ -1117,6 +1161,34 @@ func (t *Transport) arrive(w int, msg []byte, src int) bool {
 	}
 	t.push(arrival{to: to, raw: append([]byte(nil), msg...)})
 	return true
+}
+
+// receiveEager hands an eager message straight from the ring to its
+// destination's EagerReceiver (into a receive posted for it), and reports
+// whether it took it. It may only when nothing that arrived before waits
+// for delivery: it takes dmu (with TryLock: the MPI lock is held, and a
+// deliverer holds dmu while its Receiver sends), so no deliverer is
+// between taking an arrival and delivering it, and then finds the inbox,
+// the release list and the address's held list empty. Progress calls it
+// (t.direct), holding the MPI lock, and delivers and releases dmu after.
+func (t *Transport) receiveEager(w int, to rdma.Addr, msg []byte) bool {
+	ctx, src, tag, from, n, ok := packet.PeekEager(msg[pktHead:])
+	if !ok {
+		return false
+	}
+	b := t.binding(to)
+	if b == nil || b.er == nil {
+		return false
+	}
+	if !t.dheld {
+		if t.dheld = t.dmu.TryLock(); !t.dheld {
+			return false
+		}
+	}
+	t.imu.Lock()
+	empty := t.ihead == len(t.inbox) && len(t.release) == 0 && len(t.held[to]) == 0
+	t.imu.Unlock()
+	return empty && b.er.ReceiveEager(w, rdma.EagerHeader{From: rdma.Addr(from), Context: ctx, Source: src, Tag: tag}, msg[headSize:headSize+n])
 }
 
 // push appends a to the inbox, moving the waiting arrivals to the front of
@@ -1316,10 +1388,12 @@ func (t *Transport) Close() error {
 		// pinned for good: MPI may still touch it.
 		// (Orphaned, not MPI_Request_free'd: internal/mpi's fmpi.h.)
 		o := &t.ops[i]
+		t.regMu.Lock()
 		if o.reg != nil && o.reg.pin != nil {
 			keepPinned(o.reg.pin)
 			o.reg.pin = nil
 		}
+		t.regMu.Unlock()
 		if o.junk != nil {
 			keepPinned(&o.junk.pin)
 		}
