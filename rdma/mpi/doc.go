@@ -23,8 +23,14 @@
 // arrive in send order. A packet is one message: a 64-byte head (kind,
 // the destination's generation and address, the packet header) and the
 // payload, copied by one cgo call into a send buffer and sent with
-// MPI_Isend; Send returns the packet to its pool at once. A hot operation
-// is one cgo call (Send; a Progress with nothing new).
+// MPI_Isend; Send returns the packet to its pool at once. An eager
+// message needs no packet on either side (rdma.EagerSender,
+// rdma.EagerReceiver): SendEager copies the caller's bytes by that same
+// cgo call, and an eager arrival for a receive already posted goes from
+// its ring slot straight into the receive's buffer when nothing that came
+// before it waits for delivery. A hot operation is one cgo call (a send;
+// a Progress with nothing new, which also takes no lock but MPI's and
+// allocates nothing).
 //
 // Put and Get are MPI point-to-point on the owner's (Put) or caller's
 // (Get) data tag, straight from and into the pinned Go buffers (no copy
