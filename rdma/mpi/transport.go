@@ -168,13 +168,20 @@ func (w *waiter) result() error {
 
 // op is one MPI request of a data transfer in flight.
 type op struct {
-	w    *waiter // the local call it belongs to, or nil
-	reg  *region // the registration it reads or writes, or nil
-	ack  *ctl    // the answer to send when the last request of the transfer completes
-	to   place
+	w    *waiter  // the local call it belongs to, or nil
+	reg  *region  // the registration it reads or writes, or nil
+	ack  *lateAck // the answer to send once every request of the transfer completes
 	last bool     // the transfer's last request
 	junk *discard // where a refused Put's bytes go
 	from int      // for a Put's bytes: the sender's MPI rank + 1 (0: not a Put's)
+}
+
+// lateAck is the answer to a started Put (kPutLate), sent once the last of
+// its receives completes.
+type lateAck struct {
+	c    *ctl
+	to   place
+	left int // receives still in flight
 }
 
 // discard is a pinned buffer that takes the bytes of a refused Put.
@@ -807,7 +814,7 @@ func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []b
 		w.pin = new(runtime.Pinner)
 		w.pin.Pin(&src[0])
 	}
-	if err := t.call(p, &ctl{kind: kPut, addr: uint32(owner), key: r.Key, tag: r.Addr, off: off, n: uint64(len(src))}, src, w); err != nil {
+	if err := t.call(p, &ctl{kind: kPutLate, addr: uint32(owner), key: r.Key, tag: r.Addr, off: off, n: uint64(len(src))}, src, w); err != nil {
 		if w.pin != nil {
 			w.pin.Unpin()
 		}
@@ -1041,7 +1048,8 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 			}
 		}
 		t.finish(wt)
-	case kPut:
+	case kPut, kPutLate:
+		late := c.kind == kPutLate
 		g, buf, st := t.lookup(&c)
 		var junk *discard
 		if st != stOK {
@@ -1053,6 +1061,10 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 			}
 		}
 		ack := &ctl{kind: kPutAck, id: c.id, code: st}
+		var la *lateAck
+		if late {
+			la = &lateAck{c: ack, to: pl, left: chunks(int(c.n))}
+		}
 		if c.n == 0 {
 			if g != nil {
 				t.unbusy(g)
@@ -1073,16 +1085,22 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 				t.cfg.Logf("mpi: process %d: receiving a Put from process %d: %v", t.rank, p, err)
 				ack.code = stNoRegion
 			}
-			o := op{last: end == c.n, junk: junk, from: src + 1}
+			o := op{last: end == c.n, junk: junk, ack: la}
 			if o.last {
 				o.reg = g
 			}
-			t.inPut[src]++
+			if !late {
+				o.from = src + 1
+				t.inPut[src]++
+			}
 			t.addOp(r, o)
 		}
 		// The sender's Put returns once this answer is there and its own
-		// send has completed (MPI's completion: the bytes are taken).
-		t.answer(pl, ack)
+		// send has completed (MPI's completion: the bytes are taken). A
+		// started Put's answer goes when the bytes are in (testOps).
+		if !late {
+			t.answer(pl, ack)
+		}
 	case kGet:
 		g, buf, st := t.lookup(&c)
 		t.answer(pl, &ctl{kind: kGetAck, id: c.id, code: st})
@@ -1279,12 +1297,12 @@ func (t *Transport) testOps() int {
 				delete(t.inPut, o.from-1)
 			}
 		}
-		if o.last {
-			if o.reg != nil {
-				t.unbusy(o.reg)
-			}
-			if o.ack != nil {
-				t.answer(o.to, o.ack)
+		if o.last && o.reg != nil {
+			t.unbusy(o.reg)
+		}
+		if a := o.ack; a != nil {
+			if a.left--; a.left == 0 {
+				t.answer(a.to, a.c)
 			}
 		}
 		o.w = nil // marks it done for the compaction below

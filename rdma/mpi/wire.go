@@ -25,15 +25,16 @@ const headSize = 64
 
 // Kinds of messages.
 const (
-	kPacket = 1 + iota // a packet for an endpoint
-	kBind              // addr is bound now; answer kAck
-	kUnbind            // addr is not bound any more; answer kAck
-	kAck               // the answer to kBind, kUnbind
-	kPut               // n bytes for a region follow on the data tag; answer kPutAck once placed
-	kPutAck            // code
-	kGet               // send n bytes of a region; answer kGetAck, then (if ok) the bytes on the data tag
-	kGetAck            // code
-	kBye               // the sender closed its transport
+	kPacket  = 1 + iota // a packet for an endpoint
+	kBind               // addr is bound now; answer kAck
+	kUnbind             // addr is not bound any more; answer kAck
+	kAck                // the answer to kBind, kUnbind
+	kPut                // n bytes for a region follow on the data tag; answer kPutAck once placed
+	kPutAck             // code
+	kGet                // send n bytes of a region; answer kGetAck, then (if ok) the bytes on the data tag
+	kGetAck             // code
+	kBye                // the sender closed its transport
+	kPutLate            // as kPut, but answer kPutAck only once the bytes are in the region
 )
 
 // Status codes of answers.
