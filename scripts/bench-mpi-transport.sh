@@ -2,7 +2,9 @@
 # fmpi-osu over the MPI transport (build tag mpi, FIBERMPI_TRANSPORT=mpi)
 # beside bench/osu-c's OSU-method C programs over the same MPI, ROUNDS
 # interleaved rounds (default 3): latency at 8 B, bw at 1 MiB, latency_mt
-# -t 4 at 8 B (the C one at MPI_THREAD_MULTIPLE). Prints one line per run.
+# -t 4 at 8 B (the C one at MPI_THREAD_MULTIPLE); with latency, the bare
+# transport's ping-pong (internal/cmd/mpipingpong: rdma/mpi without the
+# endpoint stack). Prints one line per run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -14,6 +16,8 @@ make -s -C bench/osu-c MPICC=mpicc.mpich OUT="$B/mpich"
 make -s -C bench/osu-c MPICC=mpicc.openmpi OUT="$B/ompi"
 $GO build -tags mpi -o "$B/fmpi-mpich" ./cmd/fmpi-osu
 $GO build -tags mpi,ompi -o "$B/fmpi-ompi" ./cmd/fmpi-osu
+$GO build -tags mpi -o "$B/bare-mpich" ./internal/cmd/mpipingpong
+$GO build -tags mpi,ompi -o "$B/bare-ompi" ./internal/cmd/mpipingpong
 val() { awk -v s="$1" '$1 == s { print $2 }' | tail -1; }
 for r in $(seq "$ROUNDS"); do
 	for mpi in mpich ompi; do
@@ -23,7 +27,11 @@ for r in $(seq "$ROUNDS"); do
 			ex=(); [ "$1" = latency_mt ] && ex=(-t 4)
 			f=$(FIBERMPI_TRANSPORT=mpi timeout 120 "${L[@]}" "$B/fmpi-$mpi" "$1" "${ex[@]}" -m "$2:$2" 2>/dev/null | val "$2")
 			c=$(timeout 120 "${L[@]}" "$B/$mpi/osu_$1" "${ex[@]}" -m "$2:$2" 2>/dev/null | val "$2")
-			echo "round $r $mpi $1 $2 fibermpi-over-mpi $f raw-$mpi $c"
+			bare=
+			if [ "$1" = latency ]; then
+				bare=" bare-transport $(timeout 120 "${L[@]}" "$B/bare-$mpi" -size "$2" 2>/dev/null | val "$2")"
+			fi
+			echo "round $r $mpi $1 $2 fibermpi-over-mpi $f raw-$mpi $c$bare"
 		done
 	done
 done
