@@ -276,7 +276,7 @@ func (c *core) onRTR(w int, pk *packet.Packet) {
 		if uint64(len(data)) > region.Len {
 			data = data[:region.Len] // the receiver truncates; it reports that
 		}
-		d := &rvPut{c: c, pk: pk, sendID: sendID, recvID: recvID, peer: peer}
+		d := &rvPut{c: c, pk: pk, sendID: sendID, recvID: recvID}
 		pending, err := c.p.putter.StartPut(peer, region, 0, data, d)
 		if !pending {
 			d.PutDone(w, err)
@@ -337,7 +337,6 @@ type rvPut struct {
 	c              *core
 	pk             *packet.Packet // the RTR, to be the Done
 	sendID, recvID uint64
-	peer           rdma.Addr
 }
 
 // PutDone runs when the transport reports the Put's end (from its
