@@ -168,10 +168,17 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s := &Scheduler{cfg: cfg}
 	s.idleCond.L = &s.idleMu
+	spr := newSpreaders(cfg)
 	ready := make(chan error, cfg.Workers)
 	for i := range cfg.Workers {
 		w := newWorker(s, i, cfg.MaxFibersPerWorker, cpus[i])
+		if spr != nil {
+			w.spr = spr[i]
+		}
 		s.workers = append(s.workers, w)
+	}
+	// Started once all exist: a worker reads the others (spread.go).
+	for _, w := range s.workers {
 		s.wg.Add(1)
 		go w.run(ready)
 	}

@@ -1,0 +1,129 @@
+package fiber
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Spreading the workers of an unpinned scheduler over the CPUs.
+//
+// Two workers of one program on one CPU run one after the other: each
+// pauses (sched_yield) when it waits for the other, which hands the CPU
+// over, so both always look runnable or running, and the program runs at
+// the speed of one CPU while another may be idle. The kernel puts them
+// there when, as one of them wakes up, it prefers a busy CPU to waking an
+// idle one (some kernels pack tasks onto few CPUs on purpose, as this
+// project's 2-CPU virtual machines do), and its balancer then leaves them
+// there: both were run within the last half millisecond, too recently to
+// move. Measured on the red-black example (512×512, two fibers on two
+// workers): every iteration of a run took 150–170 µs with both workers on
+// one CPU, 65–90 µs with one each, and about a third of quiet runs began
+// on one CPU and stayed there to the end.
+//
+// A worker notices that it shares its CPU when a pause takes long (another
+// thread ran meanwhile, crowdPause), and finds out with whom: if another
+// awake worker of the scheduler last saw itself on the same CPU and some
+// allowed CPU has no awake worker, it binds its thread to that CPU, which
+// moves it there at once, and stays bound: moved and left free, it was put
+// back within a millisecond (a packing kernel measures the two workers by
+// their recent use of the CPU, half of one each while they shared it).
+//
+// If the CPU it is bound to is crowded by a thread that is not a worker of
+// the scheduler (another program: a busy machine), the binding does harm
+// (the other program takes time slices of milliseconds, where a sibling
+// worker hands the CPU over at every meeting), so the worker unbinds,
+// goes back to the CPU it came from, and waits before it binds again:
+// twice as long each time a binding did not last spreadProbe, up to
+// spreadMaxWait, and spreadMinWait after one that did.
+
+const (
+	spreadProbe   = 10 * time.Millisecond // a binding that lasts this long has held
+	spreadMinWait = time.Millisecond      // wait before binding again after one that held
+	spreadMaxWait = time.Second           // longest wait, after repeated short bindings
+)
+
+// spreader is a worker's spreading state, owner only.
+type spreader struct {
+	cpus    []int     // the CPUs the scheduler's threads may run on
+	bound   int32     // the CPU the worker is bound to, or -1
+	from    int32     // the CPU it left when it bound itself
+	boundAt time.Time // when it bound itself
+	wait    time.Duration
+	next    time.Time    // no binding before this
+	binds   atomic.Int32 // bindings made (tests read it)
+	unbinds atomic.Int32 // bindings given up for another program
+}
+
+// newSpreaders returns one spreader per worker, or nil if the workers are
+// pinned, alone, or cannot be bound here.
+func newSpreaders(cfg Config) []*spreader {
+	if cfg.Pin || cfg.Workers < 2 || !canBind {
+		return nil
+	}
+	cpus, err := allowedCPUs()
+	if err != nil || len(cpus) < 2 {
+		return nil
+	}
+	out := make([]*spreader, cfg.Workers)
+	for i := range out {
+		out[i] = &spreader{cpus: cpus, bound: -1, from: -1, wait: spreadMinWait}
+	}
+	return out
+}
+
+// cpuNow and bindThread are getcpu and bindTo; tests replace them.
+var (
+	cpuNow     = getcpu
+	bindThread = bindTo
+)
+
+// crowded is called by worker w when a pause that ended at now took long.
+func (sp *spreader) crowded(w *worker, now time.Time) {
+	me := cpuNow()
+	w.at.Store(me)
+	sib := w.siblingOn(me)
+	if sp.bound >= 0 {
+		if sib {
+			// A sibling was put here; it is free, and moves itself.
+			return
+		}
+		// Another program's thread: unbind, go back, wait.
+		if bindThread(sp.from, sp.cpus) && bindThread(-1, sp.cpus) {
+			w.at.Store(sp.from)
+		}
+		sp.bound = -1
+		sp.unbinds.Add(1)
+		if now.Sub(sp.boundAt) < spreadProbe {
+			sp.wait = min(2*sp.wait, spreadMaxWait)
+		} else {
+			sp.wait = spreadMinWait
+		}
+		sp.next = now.Add(sp.wait)
+		return
+	}
+	if !sib || now.Before(sp.next) {
+		return
+	}
+	for _, c := range sp.cpus {
+		if int32(c) == me || w.siblingOn(int32(c)) {
+			continue
+		}
+		if bindThread(int32(c), sp.cpus) {
+			w.at.Store(int32(c))
+			sp.bound, sp.from, sp.boundAt = int32(c), me, now
+			sp.binds.Add(1)
+		}
+		return
+	}
+}
+
+// siblingOn reports whether another awake worker of w's scheduler last saw
+// itself on cpu.
+func (w *worker) siblingOn(cpu int32) bool {
+	for _, o := range w.s.workers {
+		if o != w && !o.sleeping.Load() && o.at.Load() == cpu {
+			return true
+		}
+	}
+	return false
+}

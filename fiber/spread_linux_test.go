@@ -1,0 +1,69 @@
+//go:build linux
+
+package fiber
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestSpreadSeparatesWorkersOnOneCPU binds both workers' threads to one CPU
+// (as a packing kernel may leave them) and lets two fibers meet after short
+// compute phases, as a bulk-synchronous program does: a worker must notice
+// that its sibling shares its CPU and bind itself to another one. (Whether
+// it then stays there depends on what else the machine runs: a worker
+// crowded there by another program goes back, by design.)
+func TestSpreadSeparatesWorkersOnOneCPU(t *testing.T) {
+	cpus, err := allowedCPUs()
+	if err != nil || len(cpus) < 2 {
+		t.Skipf("needs 2 CPUs to run on (have %v, %v)", cpus, err)
+	}
+	s := newSched(t, Config{Workers: 2, SleepAfter: time.Hour})
+	binds := func() int32 { return s.workers[0].spr.binds.Load() + s.workers[1].spr.binds.Load() }
+	var (
+		done  [2]atomic.Int64
+		ws    [2]atomic.Pointer[Waiter]
+		stop  atomic.Bool
+		start sync2
+	)
+	work := calibrate(50 * time.Microsecond)
+	deadline := time.Now().Add(30 * time.Second)
+	for me := range 2 {
+		err := s.SpawnOn(me, func(f *Fiber) {
+			var one unix.CPUSet
+			one.Set(cpus[0])
+			if err := unix.SchedSetaffinity(0, &one); err != nil {
+				t.Errorf("binding worker %d to CPU %d: %v", me, cpus[0], err)
+				stop.Store(true)
+			}
+			w := f.Waiter()
+			ws[me].Store(w)
+			start.arrive(w)
+			other := 1 - me
+			for k := int64(1); ; k++ {
+				spin(work)
+				if binds() > 0 || time.Now().After(deadline) {
+					stop.Store(true)
+				}
+				done[me].Store(k)
+				ws[other].Load().Wake()
+				for done[other].Load() < k {
+					w.Block()
+				}
+				if stop.Load() {
+					return
+				}
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustWait(t, s)
+	if binds() == 0 {
+		t.Fatalf("neither worker bound itself to another CPU in %v with both on CPU %d", 30*time.Second, cpus[0])
+	}
+}

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package fiber
+
+// canBind is false: workers are not bound to CPUs here.
+const canBind = false
+
+func getcpu() int32 { return -1 }
+
+func bindTo(int32, []int) bool { return false }

@@ -1,0 +1,129 @@
+package fiber
+
+import (
+	"testing"
+	"time"
+)
+
+// fakeCPUs replaces the thread's CPU and its binding with fakes for the
+// spreader's unit tests: *cpu is where the calling "thread" is, and binds
+// records every bindTo call (−1: unbound), which moves *cpu.
+func fakeCPUs(t *testing.T, cpu *int32, binds *[]int32) {
+	t.Helper()
+	savedNow, savedBind := cpuNow, bindThread
+	t.Cleanup(func() { cpuNow, bindThread = savedNow, savedBind })
+	cpuNow = func() int32 { return *cpu }
+	bindThread = func(c int32, _ []int) bool {
+		*binds = append(*binds, c)
+		if c >= 0 {
+			*cpu = c
+		}
+		return true
+	}
+}
+
+// spreadPair returns a scheduler shell with two unstarted workers on CPUs
+// {0, 1}, each with a spreader.
+func spreadPair() (*Scheduler, *worker, *worker) {
+	s := &Scheduler{cfg: Config{Workers: 2}.withDefaults()}
+	for i := range 2 {
+		w := newWorker(s, i, lineSlots, -1)
+		w.spr = &spreader{cpus: []int{0, 1}, bound: -1, from: -1, wait: spreadMinWait}
+		s.workers = append(s.workers, w)
+	}
+	return s, s.workers[0], s.workers[1]
+}
+
+func TestSpreaderBindsAwayFromSibling(t *testing.T) {
+	var cpu int32
+	var binds []int32
+	fakeCPUs(t, &cpu, &binds)
+	_, a, b := spreadPair()
+	b.at.Store(0) // the sibling last saw itself on CPU 0, as a does now
+	now := time.Now()
+	a.spr.crowded(a, now)
+	if len(binds) != 1 || binds[0] != 1 || a.at.Load() != 1 || a.spr.bound != 1 || a.spr.from != 0 {
+		t.Fatalf("binds %v, at %d, bound %d, from %d; want a bind to CPU 1, from 0",
+			binds, a.at.Load(), a.spr.bound, a.spr.from)
+	}
+	// Bound, crowded by its sibling (put there by the kernel): it stays.
+	b.at.Store(1)
+	a.spr.crowded(a, now.Add(time.Millisecond))
+	if len(binds) != 1 || a.spr.bound != 1 {
+		t.Fatalf("binds %v, bound %d after a sibling crowded it; want no change", binds, a.spr.bound)
+	}
+}
+
+func TestSpreaderIgnoresOtherPrograms(t *testing.T) {
+	var cpu int32
+	var binds []int32
+	fakeCPUs(t, &cpu, &binds)
+	_, a, b := spreadPair()
+	b.at.Store(1) // the sibling has CPU 1: whatever crowds a is not a worker
+	a.spr.crowded(a, time.Now())
+	if len(binds) != 0 || a.spr.bound != -1 || a.at.Load() != 0 {
+		t.Fatalf("binds %v, bound %d, at %d; want nothing done", binds, a.spr.bound, a.at.Load())
+	}
+	// A sleeping sibling does not count either.
+	b.at.Store(0)
+	b.sleeping.Store(true)
+	a.spr.crowded(a, time.Now())
+	if len(binds) != 0 {
+		t.Fatalf("binds %v with the sibling asleep; want none", binds)
+	}
+}
+
+func TestSpreaderUnbindsAndBacksOff(t *testing.T) {
+	var cpu int32
+	var binds []int32
+	fakeCPUs(t, &cpu, &binds)
+	_, a, b := spreadPair()
+	b.at.Store(0)
+	t0 := time.Now()
+	a.spr.crowded(a, t0) // binds to 1
+	// Another program's thread crowds CPU 1 soon after: back to 0, unbound,
+	// and the wait doubles.
+	a.spr.crowded(a, t0.Add(time.Millisecond))
+	want := []int32{1, 0, -1}
+	if len(binds) != len(want) || binds[1] != 0 || binds[2] != -1 {
+		t.Fatalf("binds %v, want %v", binds, want)
+	}
+	if a.spr.bound != -1 || a.at.Load() != 0 || a.spr.wait != 2*spreadMinWait || a.spr.unbinds.Load() != 1 {
+		t.Fatalf("bound %d, at %d, wait %v, unbinds %d; want -1, 0, %v, 1",
+			a.spr.bound, a.at.Load(), a.spr.wait, a.spr.unbinds.Load(), 2*spreadMinWait)
+	}
+	// Crowded by the sibling again before the wait is over: no bind.
+	a.spr.crowded(a, t0.Add(2*time.Millisecond))
+	if len(binds) != 3 {
+		t.Fatalf("binds %v during the wait; want no new bind", binds)
+	}
+	// After it: binds again; a binding that lasts resets the wait when it
+	// is given up.
+	t1 := t0.Add(time.Millisecond + 2*spreadMinWait)
+	a.spr.crowded(a, t1)
+	if a.spr.bound != 1 {
+		t.Fatalf("bound %d after the wait; want 1 (binds %v)", a.spr.bound, binds)
+	}
+	a.spr.crowded(a, t1.Add(2*spreadProbe))
+	if a.spr.bound != -1 || a.spr.wait != spreadMinWait {
+		t.Fatalf("bound %d, wait %v after a binding that held; want -1, %v", a.spr.bound, a.spr.wait, spreadMinWait)
+	}
+	// Repeated short bindings double the wait up to spreadMaxWait.
+	for range 20 {
+		now := a.spr.next
+		cpu = 0
+		a.spr.crowded(a, now)
+		a.spr.crowded(a, now)
+	}
+	if a.spr.wait != spreadMaxWait {
+		t.Fatalf("wait %v after 20 short bindings; want %v", a.spr.wait, spreadMaxWait)
+	}
+}
+
+func TestNoSpreadersWhenPinnedOrAlone(t *testing.T) {
+	for _, cfg := range []Config{{Workers: 2, Pin: true}, {Workers: 1}} {
+		if newSpreaders(cfg.withDefaults()) != nil {
+			t.Errorf("%v: spreaders made; want none", cfg)
+		}
+	}
+}
