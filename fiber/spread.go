@@ -28,18 +28,23 @@ import (
 // back within a millisecond (a packing kernel measures the two workers by
 // their recent use of the CPU, half of one each while they shared it).
 //
-// If the CPU it is bound to is crowded by a thread that is not a worker of
-// the scheduler (another program: a busy machine), the binding does harm
-// (the other program takes time slices of milliseconds, where a sibling
-// worker hands the CPU over at every meeting), so the worker unbinds,
-// goes back to the CPU it came from, and waits before it binds again:
-// twice as long each time a binding did not last spreadProbe, up to
-// spreadMaxWait, and spreadMinWait after one that did.
+// A worker crowded for a time slice (otherPause) by a thread that is not a
+// worker of the scheduler (another program: a busy machine) gives up its
+// binding, if any, and goes back to the CPU it came from: there, a binding
+// does harm, since the other program takes time slices of milliseconds
+// where a sibling worker hands the CPU over at every meeting (measured:
+// with two busy loops beside the example, runs in which the workers bound
+// themselves took twice as long). It then binds again only after a wait
+// that doubles, up to spreadMaxWait, while such crowding keeps coming
+// within spreadProbe of the last, and is spreadMinWait otherwise: on a
+// busy machine the workers are left to the kernel. Shorter crowding (a
+// kernel thread, the Go runtime's own threads) is ignored.
 
 const (
-	spreadProbe   = 10 * time.Millisecond // a binding that lasts this long has held
-	spreadMinWait = time.Millisecond      // wait before binding again after one that held
-	spreadMaxWait = time.Second           // longest wait, after repeated short bindings
+	otherPause    = 250 * time.Microsecond // a pause this long was another program's time slice
+	spreadProbe   = 100 * time.Millisecond // crowding this often means a busy machine
+	spreadMinWait = time.Millisecond       // wait before binding again on a quiet machine
+	spreadMaxWait = time.Second            // longest wait, on a busy one
 )
 
 // spreader is a worker's spreading state, owner only.
@@ -48,10 +53,12 @@ type spreader struct {
 	bound   int32     // the CPU the worker is bound to, or -1
 	from    int32     // the CPU it left when it bound itself
 	boundAt time.Time // when it bound itself
-	wait    time.Duration
-	next    time.Time    // no binding before this
-	binds   atomic.Int32 // bindings made (tests read it)
-	unbinds atomic.Int32 // bindings given up for another program
+	// lastOther is when another program's thread last crowded it.
+	lastOther time.Time
+	wait      time.Duration
+	next      time.Time    // no binding before this
+	binds     atomic.Int32 // bindings made (tests read it)
+	unbinds   atomic.Int32 // bindings given up for another program
 }
 
 // newSpreaders returns one spreader per worker, or nil if the workers are
@@ -71,37 +78,56 @@ func newSpreaders(cfg Config) []*spreader {
 	return out
 }
 
-// cpuNow and bindThread are getcpu and bindTo; tests replace them.
+// cpuNow, bindThread and runnable are getcpu, bindTo and runnableThreads;
+// tests replace them.
 var (
 	cpuNow     = getcpu
 	bindThread = bindTo
+	runnable   = runnableThreads
 )
 
-// crowded is called by worker w when a pause that ended at now took long.
-func (sp *spreader) crowded(w *worker, now time.Time) {
+// crowded is called by worker w when a pause that ended at now took d,
+// at least crowdPause.
+func (sp *spreader) crowded(w *worker, now time.Time, d time.Duration) {
 	me := cpuNow()
 	w.at.Store(me)
-	sib := w.siblingOn(me)
-	if sp.bound >= 0 {
-		if sib {
-			// A sibling was put here; it is free, and moves itself.
-			return
+	if !w.siblingOn(me) {
+		if d < otherPause {
+			return // a short-lived thread: a kernel thread, the Go runtime
 		}
-		// Another program's thread: unbind, go back, wait.
-		if bindThread(sp.from, sp.cpus) && bindThread(-1, sp.cpus) {
-			w.at.Store(sp.from)
+		// Another program's thread ran here for a time slice: the
+		// machine is busy. Bound, go back and unbind. Either way, bind
+		// again only after a wait that doubles while such crowding keeps
+		// coming (within spreadProbe of the last one, or of the binding).
+		last := sp.lastOther
+		if sp.bound >= 0 {
+			if bindThread(sp.from, sp.cpus) && bindThread(-1, sp.cpus) {
+				w.at.Store(sp.from)
+			}
+			sp.bound = -1
+			sp.unbinds.Add(1)
+			if sp.boundAt.After(last) {
+				last = sp.boundAt
+			}
 		}
-		sp.bound = -1
-		sp.unbinds.Add(1)
-		if now.Sub(sp.boundAt) < spreadProbe {
+		if now.Sub(last) < spreadProbe {
 			sp.wait = min(2*sp.wait, spreadMaxWait)
 		} else {
 			sp.wait = spreadMinWait
 		}
-		sp.next = now.Add(sp.wait)
+		sp.lastOther, sp.next = now, now.Add(sp.wait)
 		return
 	}
-	if !sib || now.Before(sp.next) {
+	if sp.bound >= 0 || now.Before(sp.next) {
+		// Bound, a sibling was put here: it is free, and moves itself.
+		return
+	}
+	if n := runnable(); n < 0 || n > w.awake() {
+		// More threads want a CPU than this scheduler has awake
+		// workers: the CPU it would move to is likely busy, and sharing
+		// one with the sibling is better than sharing one with them.
+		sp.wait = min(2*sp.wait, spreadMaxWait)
+		sp.lastOther, sp.next = now, now.Add(sp.wait)
 		return
 	}
 	for _, c := range sp.cpus {
@@ -126,4 +152,15 @@ func (w *worker) siblingOn(cpu int32) bool {
 		}
 	}
 	return false
+}
+
+// awake returns how many workers of w's scheduler are not asleep.
+func (w *worker) awake() int {
+	n := 0
+	for _, o := range w.s.workers {
+		if !o.sleeping.Load() {
+			n++
+		}
+	}
+	return n
 }

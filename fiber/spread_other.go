@@ -8,3 +8,5 @@ const canBind = false
 func getcpu() int32 { return -1 }
 
 func bindTo(int32, []int) bool { return false }
+
+func runnableThreads() int { return -1 }

@@ -7,11 +7,13 @@ import (
 
 // fakeCPUs replaces the thread's CPU and its binding with fakes for the
 // spreader's unit tests: *cpu is where the calling "thread" is, and binds
-// records every bindTo call (−1: unbound), which moves *cpu.
+// records every bindTo call (−1: unbound), which moves *cpu. The machine
+// runs nothing else (runnable: 1).
 func fakeCPUs(t *testing.T, cpu *int32, binds *[]int32) {
 	t.Helper()
-	savedNow, savedBind := cpuNow, bindThread
-	t.Cleanup(func() { cpuNow, bindThread = savedNow, savedBind })
+	savedNow, savedBind, savedRunnable := cpuNow, bindThread, runnable
+	t.Cleanup(func() { cpuNow, bindThread, runnable = savedNow, savedBind, savedRunnable })
+	runnable = func() int { return 1 }
 	cpuNow = func() int32 { return *cpu }
 	bindThread = func(c int32, _ []int) bool {
 		*binds = append(*binds, c)
@@ -41,14 +43,14 @@ func TestSpreaderBindsAwayFromSibling(t *testing.T) {
 	_, a, b := spreadPair()
 	b.at.Store(0) // the sibling last saw itself on CPU 0, as a does now
 	now := time.Now()
-	a.spr.crowded(a, now)
+	a.spr.crowded(a, now, time.Millisecond)
 	if len(binds) != 1 || binds[0] != 1 || a.at.Load() != 1 || a.spr.bound != 1 || a.spr.from != 0 {
 		t.Fatalf("binds %v, at %d, bound %d, from %d; want a bind to CPU 1, from 0",
 			binds, a.at.Load(), a.spr.bound, a.spr.from)
 	}
 	// Bound, crowded by its sibling (put there by the kernel): it stays.
 	b.at.Store(1)
-	a.spr.crowded(a, now.Add(time.Millisecond))
+	a.spr.crowded(a, now.Add(time.Millisecond), time.Millisecond)
 	if len(binds) != 1 || a.spr.bound != 1 {
 		t.Fatalf("binds %v, bound %d after a sibling crowded it; want no change", binds, a.spr.bound)
 	}
@@ -60,14 +62,14 @@ func TestSpreaderIgnoresOtherPrograms(t *testing.T) {
 	fakeCPUs(t, &cpu, &binds)
 	_, a, b := spreadPair()
 	b.at.Store(1) // the sibling has CPU 1: whatever crowds a is not a worker
-	a.spr.crowded(a, time.Now())
+	a.spr.crowded(a, time.Now(), time.Millisecond)
 	if len(binds) != 0 || a.spr.bound != -1 || a.at.Load() != 0 {
 		t.Fatalf("binds %v, bound %d, at %d; want nothing done", binds, a.spr.bound, a.at.Load())
 	}
 	// A sleeping sibling does not count either.
 	b.at.Store(0)
 	b.sleeping.Store(true)
-	a.spr.crowded(a, time.Now())
+	a.spr.crowded(a, time.Now(), time.Millisecond)
 	if len(binds) != 0 {
 		t.Fatalf("binds %v with the sibling asleep; want none", binds)
 	}
@@ -80,10 +82,10 @@ func TestSpreaderUnbindsAndBacksOff(t *testing.T) {
 	_, a, b := spreadPair()
 	b.at.Store(0)
 	t0 := time.Now()
-	a.spr.crowded(a, t0) // binds to 1
+	a.spr.crowded(a, t0, time.Millisecond) // binds to 1
 	// Another program's thread crowds CPU 1 soon after: back to 0, unbound,
 	// and the wait doubles.
-	a.spr.crowded(a, t0.Add(time.Millisecond))
+	a.spr.crowded(a, t0.Add(time.Millisecond), time.Millisecond)
 	want := []int32{1, 0, -1}
 	if len(binds) != len(want) || binds[1] != 0 || binds[2] != -1 {
 		t.Fatalf("binds %v, want %v", binds, want)
@@ -93,18 +95,18 @@ func TestSpreaderUnbindsAndBacksOff(t *testing.T) {
 			a.spr.bound, a.at.Load(), a.spr.wait, a.spr.unbinds.Load(), 2*spreadMinWait)
 	}
 	// Crowded by the sibling again before the wait is over: no bind.
-	a.spr.crowded(a, t0.Add(2*time.Millisecond))
+	a.spr.crowded(a, t0.Add(2*time.Millisecond), time.Millisecond)
 	if len(binds) != 3 {
 		t.Fatalf("binds %v during the wait; want no new bind", binds)
 	}
 	// After it: binds again; a binding that lasts resets the wait when it
 	// is given up.
 	t1 := t0.Add(time.Millisecond + 2*spreadMinWait)
-	a.spr.crowded(a, t1)
+	a.spr.crowded(a, t1, time.Millisecond)
 	if a.spr.bound != 1 {
 		t.Fatalf("bound %d after the wait; want 1 (binds %v)", a.spr.bound, binds)
 	}
-	a.spr.crowded(a, t1.Add(2*spreadProbe))
+	a.spr.crowded(a, t1.Add(2*spreadProbe), time.Millisecond)
 	if a.spr.bound != -1 || a.spr.wait != spreadMinWait {
 		t.Fatalf("bound %d, wait %v after a binding that held; want -1, %v", a.spr.bound, a.spr.wait, spreadMinWait)
 	}
@@ -112,8 +114,8 @@ func TestSpreaderUnbindsAndBacksOff(t *testing.T) {
 	for range 20 {
 		now := a.spr.next
 		cpu = 0
-		a.spr.crowded(a, now)
-		a.spr.crowded(a, now)
+		a.spr.crowded(a, now, time.Millisecond)
+		a.spr.crowded(a, now, time.Millisecond)
 	}
 	if a.spr.wait != spreadMaxWait {
 		t.Fatalf("wait %v after 20 short bindings; want %v", a.spr.wait, spreadMaxWait)
@@ -125,5 +127,65 @@ func TestNoSpreadersWhenPinnedOrAlone(t *testing.T) {
 		if newSpreaders(cfg.withDefaults()) != nil {
 			t.Errorf("%v: spreaders made; want none", cfg)
 		}
+	}
+}
+
+func TestSpreaderWaitsOnABusyMachine(t *testing.T) {
+	var cpu int32
+	var binds []int32
+	fakeCPUs(t, &cpu, &binds)
+	_, a, b := spreadPair()
+	b.at.Store(1)
+	t0 := time.Now()
+	// Another program crowds a twice in quick succession: the wait doubles.
+	a.spr.crowded(a, t0, time.Millisecond)
+	a.spr.crowded(a, t0.Add(time.Millisecond), time.Millisecond)
+	if a.spr.wait != 2*spreadMinWait || len(binds) != 0 {
+		t.Fatalf("wait %v, binds %v; want %v, none", a.spr.wait, binds, 2*spreadMinWait)
+	}
+	// The sibling comes to a's CPU before the wait is over: no binding.
+	b.at.Store(0)
+	a.spr.crowded(a, t0.Add(2*time.Millisecond), time.Millisecond)
+	if len(binds) != 0 {
+		t.Fatalf("binds %v during the wait; want none", binds)
+	}
+	// After it, a binds.
+	a.spr.crowded(a, t0.Add(4*time.Millisecond), time.Millisecond)
+	if len(binds) != 1 || binds[0] != 1 {
+		t.Fatalf("binds %v after the wait; want [1]", binds)
+	}
+}
+
+func TestSpreaderIgnoresShortCrowding(t *testing.T) {
+	var cpu int32
+	var binds []int32
+	fakeCPUs(t, &cpu, &binds)
+	_, a, b := spreadPair()
+	b.at.Store(0)
+	t0 := time.Now()
+	a.spr.crowded(a, t0, time.Millisecond) // binds to 1
+	// A kernel thread takes 50 µs of CPU 1: the binding stays.
+	a.spr.crowded(a, t0.Add(time.Millisecond), 50*time.Microsecond)
+	if a.spr.bound != 1 || len(binds) != 1 || a.spr.wait != spreadMinWait {
+		t.Fatalf("bound %d, binds %v, wait %v; want 1, [1], %v", a.spr.bound, binds, a.spr.wait, spreadMinWait)
+	}
+}
+
+func TestSpreaderStaysWhenOthersWantCPUs(t *testing.T) {
+	var cpu int32
+	var binds []int32
+	fakeCPUs(t, &cpu, &binds)
+	runnable = func() int { return 4 } // two workers and two other threads
+	_, a, b := spreadPair()
+	b.at.Store(0)
+	t0 := time.Now()
+	a.spr.crowded(a, t0, time.Millisecond)
+	if len(binds) != 0 || a.spr.wait != 2*spreadMinWait {
+		t.Fatalf("binds %v, wait %v with 4 runnable threads; want none, %v", binds, a.spr.wait, 2*spreadMinWait)
+	}
+	runnable = func() int { return 2 }
+	a.spr.crowded(a, t0.Add(3*spreadMinWait), time.Millisecond)
+	if len(binds) != 1 {
+		t.Fatalf("binds %v with only the two workers runnable; want one", binds)
 	}
 }

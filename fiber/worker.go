@@ -211,7 +211,7 @@ func (w *worker) loop() {
 			if w.spr != nil {
 				if end := time.Now(); end.Sub(now) >= crowdPause {
 					// Another thread ran on this CPU meanwhile.
-					w.spr.crowded(w, end)
+					w.spr.crowded(w, end, end.Sub(now))
 				}
 			}
 		}
