@@ -146,6 +146,21 @@ func (c *core) Receive(w int, pk *packet.Packet) {
 	}
 }
 
+// ReceiveEager takes an eager message that a transport holds in its own
+// memory (rdma.EagerReceiver) if a receive is posted for it, copying data
+// into the receive's buffer; it reports false, changing nothing, when none
+// is posted (the transport then delivers a packet to Receive) or while the
+// endpoint is traced (Receive traces the arrival).
+func (c *core) ReceiveEager(w int, h rdma.EagerHeader, data []byte) bool {
+	if c.tr != nil || !c.deliverDirect(h.Context, h.Source, h.Tag, data) {
+		return false
+	}
+	if c.p.remote(h.From) {
+		c.off.counted(h.From) // after matching, as Receive: see offer.go
+	}
+	return true
+}
+
 // deliverDirect hands an eager message from a sender in this process to a
 // receive already posted here for (ctx, src, tag), copying data into its
 // buffer; it reports false, changing nothing, when none is posted (the
@@ -167,6 +182,7 @@ func (c *core) deliverDirect(ctx uint32, src, tag int32, data []byte) bool {
 	if n < len(data) {
 		r.status.Err = &TruncateError{Have: len(r.buf), Got: len(data)}
 	}
+	c.unregister(r) // registered for an offer (offer.go): only from another process
 	r.complete()
 	return true
 }

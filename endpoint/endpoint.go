@@ -366,19 +366,27 @@ func (e *Endpoint) quick(c Comm, me, dst, tag int, data []byte, sync bool) (bool
 	return true, e.eager(c, me, dst, tag, data)
 }
 
-// eager copies data into a packet and posts it: the send is complete.
+// eager copies data into a packet and posts it: the send is complete. A
+// transport that takes eager messages without a packet (rdma.EagerSender)
+// gets data straight, unless packets wait in the backlog (they go first).
 func (e *Endpoint) eager(c Comm, me, dst, tag int, data []byte) error {
+	to := c.Addrs[dst]
+	if e.c.tr != nil {
+		e.c.tr.Instant(trace.KindEager, int32(to), int32(tag), c.Context, len(data))
+	}
+	p := e.c.p
+	if p.eagerTr != nil && p.backlog.queued.Load() == 0 &&
+		p.eagerTr.SendEager(e.worker, to, rdma.EagerHeader{From: e.c.addr, Context: c.Context, Source: int32(me), Tag: int32(tag)}, data) {
+		return nil
+	}
 	pk := e.c.getPacket(e.worker, e.waiter)
 	pk.Context, pk.Source, pk.Tag = c.Context, int32(me), int32(tag)
 	pk.Kind = packet.KindEager
-	if e.c.tr != nil {
-		e.c.tr.Instant(trace.KindEager, int32(c.Addrs[dst]), int32(tag), c.Context, len(data))
-	}
 	if err := pk.SetData(data); err != nil { // cannot fail: EagerLimit <= payload
 		e.c.p.pool.Put(e.worker, pk)
 		return err
 	}
-	return e.c.send(e.worker, c.Addrs[dst], pk)
+	return e.c.send(e.worker, to, pk)
 }
 
 // rendezvous announces a large (or synchronous) send with an RTS; r
@@ -603,7 +611,7 @@ func (e *Endpoint) Recv(c Comm, src, tag int, buf []byte) (Status, error) {
 	if !r.ev.Done() {
 		if e.c.p.opts.Progress == ProgressCaller {
 			r.poll(e.waiter)
-		} else {
+		} else if !r.spin(e.waiter) {
 			r.ev.Wait(e.waiter)
 		}
 	}

@@ -60,7 +60,12 @@ type ProgressMode int
 const (
 	// ProgressIdle polls from the fiber workers' idle hook (Snir 2009 §5's
 	// fibers that yield inside blocking calls): no extra thread, and
-	// progress whenever a worker has nothing to run. The default.
+	// progress whenever a worker has nothing to run. The default. In a
+	// job of several processes a fiber that starts to wait while its
+	// worker has nothing else to run first polls the transport itself, a
+	// few hundred times at most (fiber.Fiber.WorkerIdle, checked as it
+	// goes): the same polling the idle hook would do, without blocking
+	// and being resumed. It yields as soon as another fiber can run.
 	ProgressIdle ProgressMode = iota
 	// ProgressServer runs a dedicated communication server, a goroutine
 	// locked to its own OS thread that polls continuously (Dang et al. 2016b's
@@ -251,6 +256,9 @@ type Process struct {
 	// local reaches the peers of an in-process transport directly (nil for
 	// transports between processes).
 	local rdma.Local
+	// eagerTr is the transport as an rdma.EagerSender (nil if it is not
+	// one): eager sends to other processes then need no packet.
+	eagerTr rdma.EagerSender
 
 	world     Comm  // the Init world: one endpoint per process
 	worldProc Comm  // its process communicator: worldCore alone
@@ -343,6 +351,7 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 		p.tr = tr
 	}
 	p.local, _ = p.tr.(rdma.Local)
+	p.eagerTr, _ = p.tr.(rdma.EagerSender)
 	fcfg := opts.Fiber
 	var alarm rdma.Alarm
 	if opts.Progress == ProgressIdle {

@@ -178,11 +178,45 @@ func (r *Request) WaitFor(w *fiber.Waiter) error {
 			r.tracedWait(w)
 		} else if r.ep.p.opts.Progress == ProgressCaller {
 			r.poll(w)
-		} else {
+		} else if !r.spin(w) {
 			r.ev.Wait(w)
 		}
 	}
 	return r.status.Err
+}
+
+// spinPolls bounds the progress calls of a waiting fiber's spin (tens of
+// microseconds); the worker's idle loop polls after that.
+const spinPolls = 256
+
+// spin is the first part of a wait under ProgressIdle in a job of several
+// processes: while the waiting fiber's worker has nothing else to run
+// (fiber.Fiber.WorkerIdle), the fiber polls the transport itself, as the
+// worker's idle hook would once the fiber blocked, for at most spinPolls
+// calls, and reports whether r completed meanwhile. An arrival that
+// completes r then costs no coroutine switch and no wake-up. Its waiter is
+// disarmed first, so the Signal that completes r does not mark the fiber
+// runnable while it runs; the Wait that follows a spin without completion
+// arms it again. It does nothing for goroutines and within one process,
+// where senders deliver into posted receives themselves.
+func (r *Request) spin(w *fiber.Waiter) bool {
+	p := r.ep.p
+	f := w.Fiber()
+	if f == nil || p.procs == 1 {
+		return false
+	}
+	r.ev.Disarm(w)
+	worker := f.Worker()
+	for i := 0; i < spinPolls; i++ {
+		if i%8 == 0 && !f.WorkerIdle() {
+			break // another fiber can run: let it
+		}
+		p.progress(worker)
+		if r.ev.Done() {
+			return true
+		}
+	}
+	return r.ev.Done()
 }
 
 // poll waits for r with caller-driven progress: poll the transport, then

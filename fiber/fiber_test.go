@@ -653,3 +653,51 @@ func TestEventReusedByAnotherWaiter(t *testing.T) {
 		t.Fatalf("%d rounds completed, want %d", got, rounds)
 	}
 }
+
+// TestWorkerIdle: a fiber alone on its worker sees it idle; a neighbour it
+// made runnable, or a spawn queued on the worker, makes it busy; once the
+// neighbour has run and blocked again it is idle again.
+func TestWorkerIdle(t *testing.T) {
+	s := newSched(t, Config{Workers: 1})
+	var ev Event
+	var other atomic.Pointer[Waiter]
+	mustSpawn(t, s, func(f *Fiber) {
+		other.Store(f.Waiter())
+		ev.Wait(f.Waiter())
+	})
+	mustSpawn(t, s, func(f *Fiber) {
+		for other.Load() == nil {
+			f.Yield()
+		}
+		f.Yield() // the first fiber has blocked in its Wait
+		if !f.WorkerIdle() {
+			t.Error("WorkerIdle false with the only other fiber blocked")
+		}
+		other.Load().Wake() // runnable, though its event has not fired: it blocks again
+		if f.WorkerIdle() {
+			t.Error("WorkerIdle true with a runnable neighbour")
+		}
+		f.Yield() // the neighbour runs and blocks again
+		if !f.WorkerIdle() {
+			t.Error("WorkerIdle false after the neighbour blocked again")
+		}
+		done := make(chan struct{})
+		if err := s.SpawnOn(f.Worker(), func(*Fiber) { close(done) }); err != nil {
+			t.Error(err)
+			return
+		}
+		if f.WorkerIdle() {
+			t.Error("WorkerIdle true with a spawn queued")
+		}
+		for {
+			select {
+			case <-done:
+				ev.Signal()
+				return
+			default:
+				f.Yield()
+			}
+		}
+	})
+	mustWait(t, s)
+}

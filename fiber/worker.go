@@ -264,6 +264,32 @@ func (w *worker) hasWork() bool {
 	return false
 }
 
+// othersRunnable reports whether a fiber other than the one in slot self
+// is runnable (or taken by the running pass and not run yet), a spawn is
+// queued or Close asked the worker to stop. Level 2 may mark lines with
+// no bit left (see pass), so it reads their level-1 words. Owner only:
+// the worker or the fiber it runs.
+func (w *worker) othersRunnable(self uint32) bool {
+	if w.local != 0 || w.spawnq.Load() != nil || w.stop.Load() {
+		return true
+	}
+	for i := range w.l2 {
+		for lines := w.l2[i].Load(); lines != 0; lines &= lines - 1 {
+			line := i*64 + bits.TrailingZeros64(lines)
+			for j := line * lineWords; j < (line+1)*lineWords; j++ {
+				v := w.l1[j].Load()
+				if uint32(j) == self/64 {
+					v &^= 1 << (self % 64)
+				}
+				if v != 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // pass runs every fiber whose bit is set, visiting level 2 from a rotating
 // start, and reports whether it ran any.
 func (w *worker) pass() bool {

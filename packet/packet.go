@@ -280,6 +280,37 @@ func (p *Packet) DecodeHeader(b []byte) error {
 	return nil
 }
 
+// EncodeEager writes into b[:HeaderWireSize] the wire header of an eager
+// packet (Kind KindEager) with the given context, source, tag, sender
+// address and payload length, every other field zero: the bytes
+// EncodeHeader writes for such a packet. A transport uses it to send an
+// eager message straight from the caller's buffer, without a packet. It
+// panics if b is shorter, as a slice index would.
+func EncodeEager(b []byte, ctx uint32, src, tag int32, from uint32, n int) {
+	_ = b[HeaderWireSize-1]
+	le := binary.LittleEndian
+	le.PutUint32(b[0:], ctx)
+	le.PutUint32(b[4:], uint32(src))
+	le.PutUint32(b[8:], uint32(tag))
+	le.PutUint32(b[12:], uint32(n))
+	le.PutUint32(b[16:], from)
+	clear(b[20:48])
+	b[48] = byte(KindEager)
+	clear(b[49:HeaderWireSize])
+}
+
+// PeekEager reads the fields EncodeEager writes from a wire header in b
+// (as EncodeHeader or EncodeEager wrote it). ok is false, and the other
+// results zero, when b is shorter than HeaderWireSize or the header is not
+// an eager packet's; the other fields of the header are not checked.
+func PeekEager(b []byte) (ctx uint32, src, tag int32, from uint32, n int, ok bool) {
+	if len(b) < HeaderWireSize || Kind(b[48]) != KindEager {
+		return 0, 0, 0, 0, 0, false
+	}
+	le := binary.LittleEndian
+	return le.Uint32(b[0:]), int32(le.Uint32(b[4:])), int32(le.Uint32(b[8:])), le.Uint32(b[16:]), int(le.Uint32(b[12:])), true
+}
+
 // CopyHeader copies every exported header field and the length of src
 // into p, for moving a message from one packet into another (e.g. from a
 // packet of one pool into one of another). It panics with a *LengthError

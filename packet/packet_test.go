@@ -164,3 +164,43 @@ func asError(r any) error {
 	err, _ := r.(error)
 	return err
 }
+
+// TestEncodeEager checks EncodeEager against EncodeHeader of the same eager
+// packet (byte for byte, over stale bytes in the buffer), and PeekEager
+// against both.
+func TestEncodeEager(t *testing.T) {
+	p := newTestPool(t, Config{Workers: 1, PerWorker: 1, Shared: 1, PayloadSize: 256})
+	pk := p.Get(0)
+	defer p.Put(0, pk)
+	for _, c := range []struct {
+		ctx      uint32
+		src, tag int32
+		from     uint32
+		n        int
+	}{{0, 0, 0, 0, 0}, {0xC0DE, -3, -1, 0xFEED0000, 200}, {1, 1 << 30, 7, 3, 256}} {
+		pk.Context, pk.Source, pk.Tag, pk.From, pk.Kind = c.ctx, c.src, c.tag, c.from, KindEager
+		pk.SetLen(c.n)
+		var want, got [HeaderWireSize]byte
+		pk.EncodeHeader(want[:])
+		for i := range got {
+			got[i] = 0xA5 // stale bytes must be overwritten
+		}
+		EncodeEager(got[:], c.ctx, c.src, c.tag, c.from, c.n)
+		if got != want {
+			t.Fatalf("%+v: EncodeEager\n%x\nEncodeHeader\n%x", c, got, want)
+		}
+		ctx, src, tag, from, n, ok := PeekEager(got[:])
+		if !ok || ctx != c.ctx || src != c.src || tag != c.tag || from != c.from || n != c.n {
+			t.Fatalf("%+v: PeekEager = %d %d %d %d %d %v", c, ctx, src, tag, from, n, ok)
+		}
+	}
+	var b [HeaderWireSize]byte
+	pk.Kind = KindRTS
+	pk.EncodeHeader(b[:])
+	if _, _, _, _, _, ok := PeekEager(b[:]); ok {
+		t.Fatal("PeekEager accepted an RTS")
+	}
+	if _, _, _, _, _, ok := PeekEager(b[:HeaderWireSize-1]); ok {
+		t.Fatal("PeekEager accepted a short header")
+	}
+}

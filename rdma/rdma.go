@@ -155,6 +155,43 @@ type Transport interface {
 	Close() error
 }
 
+// EagerHeader is what an eager message carries besides its bytes: the
+// sending endpoint and the message's envelope.
+type EagerHeader struct {
+	From    Addr   // the sending endpoint
+	Context uint32 // the communicator's context id
+	Source  int32  // the sender's rank in it
+	Tag     int32
+}
+
+// EagerSender is implemented by transports that can send an eager message
+// (a packet of kind packet.KindEager) straight from the caller's buffer,
+// without a packet: rdma/shm copies it into its ring, rdma/route hands it
+// to the destination's backend. SendEager reports whether it sent the
+// message; false means nothing was done, for any reason (a full queue, a
+// backend without this path, an unbound or unknown destination, a message
+// longer than a packet): the caller then sends a packet with Send, which
+// reports errors. Like Send it never waits, and messages sent by either
+// call between the same pair of endpoints arrive in the order of the calls.
+type EagerSender interface {
+	SendEager(w int, to Addr, h EagerHeader, data []byte) bool
+}
+
+// EagerReceiver is implemented by Receivers that can take an eager message
+// straight from a transport's memory, without a packet, when a receive is
+// posted for it. ReceiveEager reports whether it took the message (it has
+// copied data out; data is valid only during the call); false means
+// nothing changed, and the transport then delivers the message as a packet
+// through Receive, before anything that arrived after it. Transports that
+// keep arrivals in their own memory (rdma/shm) try it first. Like Receive,
+// it must not block; and it must not Send, Put, Get or Progress through the
+// transport that calls it (the transport may hold a lock of its ring), though
+// it may Deregister.
+type EagerReceiver interface {
+	Receiver
+	ReceiveEager(w int, h EagerHeader, data []byte) bool
+}
+
 // Local is implemented by transports that can reach some endpoints
 // directly because they live in this process (inproc: all of them;
 // route: those of this process). Peer returns the Receiver bound at a if a

@@ -65,6 +65,12 @@
 //   - Conservation: after the traffic (and after Close), every packet is
 //     back in the pool; a refused Send leaves the packet with the caller,
 //     intact and still usable.
+//   - Eager messages without packets (transports that are rdma.EagerSenders
+//     only): SendEager and Send of eager packets, mixed, arrive once each
+//     and in order, with their header and bytes, at a Receiver that takes
+//     some through ReceiveEager (rdma.EagerReceiver) and refuses others,
+//     which then come through Receive; SendEager to an unbound address or
+//     of a message longer than a packet reports false.
 //   - Re-entrancy: a Receiver may Send (re-using the packet it was given),
 //     Register, Put and Deregister from inside Receive; the suite runs a
 //     rendezvous (RTS, RTR, Put, Done) entirely from Receivers.

@@ -81,6 +81,7 @@ var cases = []struct {
 	{"HandedOrder", testHandedOrder},
 	{"ManyToOne", testManyToOne},
 	{"SendFromReceive", testSendFromReceive},
+	{"Eager", testEager},
 	{"Rendezvous", testRendezvous},
 	{"NoPeer", testNoPeer},
 	{"Unbind", testUnbind},

@@ -26,8 +26,9 @@ type Transport struct {
 	layout *rdma.Layout
 	local  rdma.Transport
 	peer   rdma.Local
-	byProc []rdma.Transport // by process; nil for this process and for unreachable ones
-	remote []rdma.Transport // the distinct backends in byProc
+	byProc []rdma.Transport   // by process; nil for this process and for unreachable ones
+	eager  []rdma.EagerSender // byProc[p] as an EagerSender, or nil
+	remote []rdma.Transport   // the distinct backends in byProc
 	name   string
 
 	// regs holds this process's registered buffers by key, so that a Put
@@ -44,6 +45,7 @@ var (
 	_ rdma.Local       = (*Transport)(nil)
 	_ rdma.Sleeper     = (*Transport)(nil)
 	_ rdma.AlarmSource = (*Transport)(nil)
+	_ rdma.EagerSender = (*Transport)(nil)
 )
 
 // Adopter is implemented by backends (rdma/tcp) that can serve Put and
@@ -72,13 +74,15 @@ func New(self int, layout *rdma.Layout, local rdma.Transport, byProc []rdma.Tran
 	if len(byProc) != layout.Procs() {
 		return nil, fmt.Errorf("route: %d backends for %d processes", len(byProc), layout.Procs())
 	}
-	t := &Transport{self: self, layout: layout, local: local, peer: peer, byProc: make([]rdma.Transport, len(byProc)), regs: make(map[uint32][]byte)}
+	t := &Transport{self: self, layout: layout, local: local, peer: peer, byProc: make([]rdma.Transport, len(byProc)),
+		eager: make([]rdma.EagerSender, len(byProc)), regs: make(map[uint32][]byte)}
 	names := []string{local.Name()}
 	for p, b := range byProc {
 		if p == self || b == nil {
 			continue
 		}
 		t.byProc[p] = b
+		t.eager[p], _ = b.(rdma.EagerSender)
 		known := false
 		for _, r := range t.remote {
 			known = known || r == b
@@ -158,6 +162,21 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 		return err
 	}
 	return b.Send(w, to, pk)
+}
+
+// SendEager hands an eager message to the backend of to's process if that
+// backend sends them without a packet (rdma.EagerSender); otherwise, and
+// for this process's own endpoints (reached directly through Peer), it
+// reports false.
+func (t *Transport) SendEager(w int, to rdma.Addr, h rdma.EagerHeader, data []byte) bool {
+	owner := t.layout.Owner(to)
+	if owner < 0 || owner >= len(t.eager) || t.closed.Load() {
+		return false
+	}
+	if e := t.eager[owner]; e != nil {
+		return e.SendEager(w, to, h, data)
+	}
+	return false
 }
 
 // Peer returns the Receiver of a local endpoint; for an endpoint of

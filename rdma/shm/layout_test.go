@@ -4,6 +4,7 @@ package shm
 
 import (
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -63,8 +64,8 @@ func TestProducerConsumerApart(t *testing.T) {
 		t.Errorf("outRing: the fields under the lock share a line with the read-only ones")
 	}
 	var ir inRing
-	if lineOf(unsafe.Offsetof(ir.deliver)) == lineOf(unsafe.Offsetof(ir.take)) {
-		t.Errorf("inRing: deliver and take share a line")
+	if lineOf(unsafe.Offsetof(ir.lk)) == lineOf(unsafe.Offsetof(ir.head)) {
+		t.Errorf("inRing: the lock word shares a line with the state under it")
 	}
 }
 
@@ -120,5 +121,44 @@ func TestLayoutSections(t *testing.T) {
 	}
 	if l.boundOff < ringTableOff+4*5 || l.regionsOff-l.boundOff < 8*16 || l.ringsOff-l.regionsOff < 32<<10 || l.size-l.ringsOff < 5*(1<<16+ringDataOff) {
 		t.Errorf("layout %+v: a section is too small", l)
+	}
+}
+
+// TestRingLock: the deliverer and a drain exclude each other on take; a
+// second deliverer is refused; releases clear only their own bits.
+func TestRingLock(t *testing.T) {
+	var l ringLock
+	if !l.tryDeliver() || l.v.Load() != lkDeliver|lkTake {
+		t.Fatalf("tryDeliver on a free lock: state %b", l.v.Load())
+	}
+	if l.tryDeliver() {
+		t.Fatal("a second deliverer got the lock")
+	}
+	l.unlockTake() // the deliverer calls Receive
+	l.lockTake()   // a drain from inside it
+	if l.v.Load() != lkDeliver|lkTake {
+		t.Fatalf("drain under a deliverer: state %b", l.v.Load())
+	}
+	l.unlockTake()
+	l.unlockDeliver(false)
+	if l.v.Load() != 0 {
+		t.Fatalf("after both released: state %b", l.v.Load())
+	}
+	// A deliverer waits for a drain that holds take.
+	l.lockTake()
+	got := make(chan bool)
+	go func() { got <- l.tryDeliver() }()
+	select {
+	case <-got:
+		t.Fatal("tryDeliver returned while a drain held take")
+	case <-time.After(10 * time.Millisecond):
+	}
+	l.unlockTake()
+	if !<-got {
+		t.Fatal("tryDeliver after the drain: refused")
+	}
+	l.unlockDeliver(true)
+	if l.v.Load() != 0 {
+		t.Fatalf("after unlockDeliver(true): state %b", l.v.Load())
 	}
 }

@@ -104,6 +104,69 @@ func (l *spinlock) tryLock() bool { return l.v.Load() == 0 && l.v.CompareAndSwap
 
 func (l *spinlock) unlock() { l.v.Store(0) }
 
+// ringLock holds an inRing's two locks in one word, so that a Progress
+// call that delivers without building packets (every arrival taken by
+// ReceiveEager) takes and releases both with one atomic operation each:
+// deliver (lkDeliver), held by the one goroutine delivering the ring,
+// across its Receive calls; and take (lkTake), held while records are
+// taken out of the ring or the queue. The deliverer takes both at once,
+// releases take before it calls Receive and takes it again for the next
+// batch; a drain takes take alone.
+type ringLock struct {
+	v atomic.Uint32 // lkDeliver | lkTake bits
+}
+
+const (
+	lkDeliver = 1
+	lkTake    = 2
+)
+
+// tryDeliver takes both locks unless another goroutine delivers the ring,
+// waiting (spinning) only while a drain holds take.
+func (l *ringLock) tryDeliver() bool {
+	for i := 1; ; i++ {
+		s := l.v.Load()
+		if s&lkDeliver != 0 {
+			return false
+		}
+		if s == 0 && l.v.CompareAndSwap(0, lkDeliver|lkTake) {
+			return true
+		}
+		spinWait(i)
+	}
+}
+
+// lockTake takes take: a drain, or the deliverer again for its next batch.
+func (l *ringLock) lockTake() {
+	for i := 1; ; i++ {
+		if s := l.v.Load(); s&lkTake == 0 && l.v.CompareAndSwap(s, s|lkTake) {
+			return
+		}
+		spinWait(i)
+	}
+}
+
+// unlockTake releases take alone.
+func (l *ringLock) unlockTake() { l.v.And(^uint32(lkTake)) }
+
+// unlockDeliver releases deliver, and take if the caller holds it too
+// (held tells).
+func (l *ringLock) unlockDeliver(held bool) {
+	m := uint32(lkDeliver)
+	if held {
+		m |= lkTake
+	}
+	l.v.And(^m)
+}
+
+// spinWait is the i-th wait of a spinning lock: a Gosched now and then,
+// never a park (a locked worker must not).
+func spinWait(i int) {
+	if i%128 == 0 {
+		runtime.Gosched()
+	}
+}
+
 // outRing is this process's producer side of the ring it sends into in
 // one process's segment (a peer's, or its own for its own addresses).
 // Goroutines of this process that send to that process at once take turns
@@ -205,19 +268,20 @@ func (o *outRing) writePacket(off uint64, size int, to rdma.Addr, pk *packet.Pac
 
 // inRing is this process's consumer side of one ring of its segment.
 //
-// Two locks: deliver is held by the one goroutine that delivers this
-// ring's packets (Progress takes it with tryLock and keeps it across
-// Receive calls, which keeps deliveries in ring order); take is held
-// while records are taken out of the ring or the queue, never across a
-// call out of the transport. A Put or Get that waits for room drains the
-// ring into queue under take alone, even when the goroutine delivering
-// the ring is the one waiting (a Receive that Puts): delivery then goes
-// on from the queue, which comes before the ring.
+// Two locks, in one word (ringLock): deliver is held by the one goroutine
+// that delivers this ring's packets (Progress takes it with tryDeliver and
+// keeps it across Receive calls, which keeps deliveries in ring order);
+// take is held while records are taken out of the ring or the queue,
+// never across a call out of the transport other than ReceiveEager
+// (rdma.EagerReceiver), which must not call back into it. A Put or Get
+// that waits for room drains the ring into queue under take alone, even
+// when the goroutine delivering the ring is the one waiting (a Receive
+// that Puts): delivery then goes on from the queue, which comes before
+// the ring.
 type inRing struct {
-	deliver spinlock
-	_       cpu.CacheLinePad
+	lk ringLock
+	_  cpu.CacheLinePad
 
-	take spinlock
 	// Under take.
 	dead      bool
 	head      uint64 // the consumer's position (ctl.head is its published copy)

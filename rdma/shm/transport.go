@@ -32,6 +32,7 @@ const (
 // are built in.
 type binding struct {
 	r    rdma.Receiver
+	er   rdma.EagerReceiver // r, if it takes eager messages without a packet; else nil
 	pool *packet.Pool
 }
 
@@ -82,6 +83,8 @@ var (
 	_ rdma.Transport = (*Transport)(nil)
 	_ rdma.Sleeper   = (*Transport)(nil)
 	_ rdma.Alarm     = (*Transport)(nil)
+
+	_ rdma.EagerSender = (*Transport)(nil)
 )
 
 // exchangeKey is the key of this transport's record in the Exchange.
@@ -339,7 +342,8 @@ func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error 
 		return rdma.ErrBound
 	}
 	t.pools.Add(pool)
-	e.Store(&binding{r: r, pool: pool})
+	er, _ := r.(rdma.EagerReceiver)
+	e.Store(&binding{r: r, er: er, pool: pool})
 	t.self.setBound(a, true)
 	return nil
 }
@@ -432,6 +436,42 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 	return nil
 }
 
+// SendEager copies an eager message into the ring of the process that
+// owns to, as Send would a packet holding it, without the packet. It
+// reports false, having done nothing, whenever Send would not succeed at
+// once (closed, unbound, too long, a full ring): the caller then sends a
+// packet, and Send says why. It wakes the receiving process if it sleeps.
+func (t *Transport) SendEager(w int, to rdma.Addr, h rdma.EagerHeader, data []byte) bool {
+	n := len(data)
+	if t.closed.Load() || n > t.cfg.PayloadSize {
+		return false
+	}
+	o, err := t.route(to)
+	if err != nil {
+		return false
+	}
+	size := recordSize(n)
+	o.mu.lock()
+	if o.dead {
+		o.mu.unlock()
+		return false
+	}
+	off, ok := o.reserve(uint64(size))
+	if !ok {
+		o.mu.unlock()
+		return false
+	}
+	rec := o.data[off : off+uint64(size)]
+	packet.EncodeEager(rec[:headSize], h.Context, h.Source, h.Tag, uint32(h.From), n)
+	le.PutUint32(rec[offWord1:], uint32(to))
+	rec[offType] = recPacket
+	copy(rec[headSize:], data)
+	o.publish(uint64(size))
+	o.mu.unlock()
+	o.wake()
+	return true
+}
+
 // Progress delivers what the rings of this process hold: packets to
 // their Receivers (in packets from the destination's pool; when it is dry
 // the record stays in its ring), copied Put bytes into their
@@ -461,15 +501,24 @@ const maxPerCall = 4 * batchSize
 
 // deliver takes batches of records out of ir and delivers their packets.
 func (t *Transport) deliver(w int, ir *inRing) int {
-	if !ir.deliver.tryLock() {
+	if !ir.lk.tryDeliver() {
 		return 0 // another goroutine delivers this ring
 	}
-	defer ir.deliver.unlock()
+	// take is held from here to the first Receive call; deliver to the
+	// end, released by the deferred call also if a Receiver panics.
+	holdingTake := true
+	defer func() { ir.lk.unlockDeliver(holdingTake) }()
 	n := 0
 	for n < maxPerCall {
-		ir.take.lock()
+		if !holdingTake {
+			ir.lk.lockTake()
+			holdingTake = true
+		}
 		k, handled, full := t.takeBatch(w, ir)
-		ir.take.unlock()
+		if k > 0 {
+			ir.lk.unlockTake()
+			holdingTake = false
+		}
 		for i := range k {
 			r, pk := ir.recv[i], ir.batch[i]
 			ir.recv[i], ir.batch[i] = nil, nil
@@ -484,16 +533,19 @@ func (t *Transport) deliver(w int, ir *inRing) int {
 }
 
 // takeBatch takes records out of ir's queue, then its ring, until
-// batchSize packets are ready for delivery in ir.batch: the other records
-// take effect here. It stops early at an empty ring, a dry pool or an
-// unbound destination (the record stays). full reports that it stopped
-// only for the batch's size. The caller holds take (and deliver).
+// batchSize packets are ready for delivery in ir.batch, or maxPerCall
+// records were handled: the other records take effect here, and so does an
+// eager message that reaches a posted receive with no packet ahead of it
+// in the batch (direct: ReceiveEager runs under take, which its contract
+// allows). It stops early at an empty ring, a dry pool or an unbound
+// destination (the record stays). full reports that it stopped only for
+// the batch's size or the bound. The caller holds take (and deliver).
 func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
 	if ir.dead {
 		return 0, 0, false
 	}
 	defer ir.publishHead()
-	for k < batchSize {
+	for k < batchSize && handled < maxPerCall {
 		if rec, n, word1, ok := ir.peekQueue(); ok {
 			if !t.unpack(w, ir, k, rec, n, word1) {
 				return k, handled, false
@@ -511,10 +563,14 @@ func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
 			return k, handled, false
 		}
 		if typ == recPacket {
-			if !t.unpack(w, ir, k, rec, n, word1) {
-				return k, handled, false
+			// With no packet ahead of it in the batch, an eager message
+			// may go straight into a posted receive: no packet, one copy.
+			if k > 0 || !t.direct(w, rec, n, word1) {
+				if !t.unpack(w, ir, k, rec, n, word1) {
+					return k, handled, false
+				}
+				k++
 			}
-			k++
 		} else {
 			t.apply(ir, typ, n, word1, rec)
 		}
@@ -522,6 +578,26 @@ func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
 		handled++
 	}
 	return k, handled, true
+}
+
+// direct hands the packet record rec (n payload bytes, for address
+// word1) to its destination's ReceiveEager if it is an eager message and
+// the destination takes those, and reports whether it was taken. The
+// caller holds take: the record's bytes stay put during the call.
+func (t *Transport) direct(w int, rec []byte, n int, word1 uint32) bool {
+	ctx, src, tag, from, _, ok := packet.PeekEager(rec[:headSize])
+	if !ok {
+		return false
+	}
+	e := t.entry(rdma.Addr(word1))
+	if e == nil {
+		return false
+	}
+	b := e.Load()
+	if b == nil || b.er == nil {
+		return false
+	}
+	return b.er.ReceiveEager(w, rdma.EagerHeader{From: rdma.Addr(from), Context: ctx, Source: src, Tag: tag}, rec[headSize:headSize+n])
 }
 
 // unpack builds the packet record rec (n payload bytes, for address
@@ -571,7 +647,7 @@ func (t *Transport) drain() int {
 		if !ir.pending() {
 			continue
 		}
-		ir.take.lock()
+		ir.lk.lockTake()
 		for !ir.dead {
 			rec, typ, size, word1, ok, corrupt := ir.peekRing()
 			if corrupt {
@@ -591,7 +667,7 @@ func (t *Transport) drain() int {
 			n++
 		}
 		ir.publishHead()
-		ir.take.unlock()
+		ir.lk.unlockTake()
 	}
 	if queued > 0 && t.self.hdr.waiters.Load() != 0 {
 		wakeOne(t.self.hdr) // a sleeper of this process has packets to deliver
@@ -671,11 +747,11 @@ func (t *Transport) Close() error {
 		}
 	}
 	for _, ir := range t.in {
-		ir.take.lock()
+		ir.lk.lockTake()
 		ir.dead = true
 		ir.queue, ir.qhead = nil, 0
 		ir.queued.Store(0)
-		ir.take.unlock()
+		ir.lk.unlockTake()
 	}
 	t.gets.closeAll()
 	wakeAll(t.self.hdr)
