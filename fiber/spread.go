@@ -1,6 +1,7 @@
 package fiber
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -42,6 +43,8 @@ import (
 
 const (
 	otherPause    = 250 * time.Microsecond // a pause this long was another program's time slice
+	idleWindow    = 20 * time.Millisecond  // a CPU idle less than half of this long is busy
+	idleMinWindow = 2 * time.Millisecond   // one idle half of this long is quiet
 	spreadProbe   = 100 * time.Millisecond // crowding this often means a busy machine
 	spreadMinWait = time.Millisecond       // wait before binding again on a quiet machine
 	spreadMaxWait = time.Second            // longest wait, on a busy one
@@ -49,12 +52,21 @@ const (
 
 // spreader is a worker's spreading state, owner only.
 type spreader struct {
-	cpus    []int     // the CPUs the scheduler's threads may run on
+	cpus []int // the CPUs the scheduler's threads may run on
+	// claims[i] is the id of the worker bound to cpus[i], or -1; shared
+	// by the scheduler's spreaders.
+	claims  []atomic.Int32
 	bound   int32     // the CPU the worker is bound to, or -1
 	from    int32     // the CPU it left when it bound itself
 	boundAt time.Time // when it bound itself
 	// lastOther is when another program's thread last crowded it.
 	lastOther time.Time
+	// idle is each CPU's idle time (of cpus, by index) at the last look,
+	// taken at looked; nil where the kernel does not tell. cur is scratch
+	// space for the next look.
+	idle, cur []time.Duration
+	looked    time.Time
+	read      time.Time // when idle times were last read
 	wait      time.Duration
 	next      time.Time    // no binding before this
 	binds     atomic.Int32 // bindings made (tests read it)
@@ -71,19 +83,33 @@ func newSpreaders(cfg Config) []*spreader {
 	if err != nil || len(cpus) < 2 {
 		return nil
 	}
+	claims := make([]atomic.Int32, len(cpus))
+	for i := range claims {
+		claims[i].Store(-1)
+	}
 	out := make([]*spreader, cfg.Workers)
 	for i := range out {
-		out[i] = &spreader{cpus: cpus, bound: -1, from: -1, wait: spreadMinWait}
+		sp := &spreader{cpus: cpus, claims: claims, bound: -1, from: -1, wait: spreadMinWait,
+			idle: make([]time.Duration, len(cpus)), cur: make([]time.Duration, len(cpus))}
+		// The first look, so that a worker crowded at its start can
+		// decide idleWindow later.
+		if idleTimes(cpus, sp.idle) {
+			sp.looked = time.Now()
+		} else {
+			sp.idle, sp.cur = nil, nil
+		}
+		out[i] = sp
 	}
 	return out
 }
 
-// cpuNow, bindThread and runnable are getcpu, bindTo and runnableThreads;
-// tests replace them.
+// cpuNow, bindThread, runnable and idleTimes are getcpu, bindTo,
+// runnableThreads and cpuIdleTimes; tests replace them.
 var (
 	cpuNow     = getcpu
 	bindThread = bindTo
 	runnable   = runnableThreads
+	idleTimes  = cpuIdleTimes
 )
 
 // crowded is called by worker w when a pause that ended at now took d,
@@ -104,6 +130,7 @@ func (sp *spreader) crowded(w *worker, now time.Time, d time.Duration) {
 			if bindThread(sp.from, sp.cpus) && bindThread(-1, sp.cpus) {
 				w.at.Store(sp.from)
 			}
+			sp.claims[slices.Index(sp.cpus, int(sp.bound))].Store(-1)
 			sp.bound = -1
 			sp.unbinds.Add(1)
 			if sp.boundAt.After(last) {
@@ -122,25 +149,87 @@ func (sp *spreader) crowded(w *worker, now time.Time, d time.Duration) {
 		// Bound, a sibling was put here: it is free, and moves itself.
 		return
 	}
-	if n := runnable(); n < 0 || n > w.awake() {
-		// More threads want a CPU than this scheduler has awake
-		// workers: the CPU it would move to is likely busy, and sharing
-		// one with the sibling is better than sharing one with them.
+	target := int32(-1)
+	for i, c := range sp.cpus {
+		if int32(c) != me && !w.siblingOn(int32(c)) && sp.claims[i].Load() < 0 {
+			target = int32(c)
+			break
+		}
+	}
+	if target < 0 {
+		return
+	}
+	switch sp.idleness(w, target, now) {
+	case probing:
+		return
+	case busy:
+		// The CPU it would move to runs another program: sharing one
+		// with the sibling is better than sharing one with that.
 		sp.wait = min(2*sp.wait, spreadMaxWait)
 		sp.lastOther, sp.next = now, now.Add(sp.wait)
 		return
 	}
-	for _, c := range sp.cpus {
-		if int32(c) == me || w.siblingOn(int32(c)) {
-			continue
-		}
-		if bindThread(int32(c), sp.cpus) {
-			w.at.Store(int32(c))
-			sp.bound, sp.from, sp.boundAt = int32(c), me, now
-			sp.binds.Add(1)
-		}
+	// Claim the CPU first: two workers sharing one decide at about the
+	// same time, and must not both bind to the same other one.
+	claim := &sp.claims[slices.Index(sp.cpus, int(target))]
+	if !claim.CompareAndSwap(-1, int32(w.id)) {
 		return
 	}
+	if !bindThread(target, sp.cpus) {
+		claim.Store(-1)
+		return
+	}
+	w.at.Store(target)
+	sp.bound, sp.from, sp.boundAt = target, me, now
+	sp.binds.Add(1)
+}
+
+// What a spreader knows of a CPU it would move to.
+const (
+	probing = iota // not yet: a first look taken, the second comes later
+	busy           // busy more than half the time lately
+	quiet          // idle at least half the time lately
+)
+
+// idleness tells whether cpu has been idle lately: from two looks at its
+// idle time (idleTimes) between idleWindow and spreadProbe apart, or, where
+// the kernel does not tell, from the number of runnable threads of the
+// machine against the scheduler's awake workers.
+func (sp *spreader) idleness(w *worker, cpu int32, now time.Time) int {
+	i := slices.Index(sp.cpus, int(cpu))
+	if sp.idle != nil && i >= 0 {
+		dt := now.Sub(sp.looked)
+		if dt < idleMinWindow || now.Sub(sp.read) < idleMinWindow/2 {
+			return probing // keep the first look; read at most so often
+		}
+		sp.read = now
+		if idleTimes(sp.cpus, sp.cur) {
+			d := sp.cur[i] - sp.idle[i]
+			switch {
+			case dt > spreadProbe:
+				// Too old: this look is the new first one.
+			case 2*d >= dt:
+				copy(sp.idle, sp.cur)
+				sp.looked = now
+				return quiet
+			case dt < idleWindow:
+				// The kernel counts idle time in steps of 10 ms: too
+				// soon to call the CPU busy.
+				return probing
+			default:
+				copy(sp.idle, sp.cur)
+				sp.looked = now
+				return busy
+			}
+			copy(sp.idle, sp.cur)
+			sp.looked = now
+			return probing
+		}
+	}
+	if n := runnable(); n >= 0 && n <= w.awake() {
+		return quiet
+	}
+	return busy
 }
 
 // siblingOn reports whether another awake worker of w's scheduler last saw

@@ -3,6 +3,11 @@
 package fiber
 
 import (
+	"bytes"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -68,4 +73,74 @@ func runnableThreads() int {
 		}
 	}
 	return -1
+}
+
+// statBuf is where cpuIdleTimes reads /proc/stat; it grows as needed and
+// is guarded by statMu (every worker of every scheduler may look).
+var (
+	statMu  sync.Mutex
+	statBuf = make([]byte, 8<<10)
+)
+
+// cpuIdleTimes stores in idle[i] how long CPU cpus[i] has been idle since
+// boot, from /proc/stat (in steps of 10 ms; the kernel counts an idle
+// period that is still going on), and reports whether every CPU of cpus
+// was found. It is called at most every idleWindow per worker, and only
+// while two workers share a CPU.
+func cpuIdleTimes(cpus []int, idle []time.Duration) bool {
+	statMu.Lock()
+	defer statMu.Unlock()
+	fd, err := unix.Open("/proc/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	n := 0
+	for {
+		if n == len(statBuf) {
+			statBuf = append(statBuf, make([]byte, len(statBuf))...)
+		}
+		k, err := unix.Read(fd, statBuf[n:])
+		if err != nil {
+			unix.Close(fd)
+			return false
+		}
+		if k == 0 {
+			break
+		}
+		n += k
+	}
+	unix.Close(fd)
+	return parseIdle(statBuf[:n], cpus, idle)
+}
+
+// parseIdle reads the idle field (the fourth number, in USER_HZ = 100
+// ticks a second) of the "cpuN" lines of /proc/stat text for each CPU of
+// cpus into idle, and reports whether all were there.
+func parseIdle(text []byte, cpus []int, idle []time.Duration) bool {
+	found := 0
+	for len(text) > 0 {
+		line := text
+		if j := bytes.IndexByte(text, '\n'); j >= 0 {
+			line, text = text[:j], text[j+1:]
+		} else {
+			text = nil
+		}
+		if !bytes.HasPrefix(line, []byte("cpu")) || len(line) < 4 || line[3] < '0' || line[3] > '9' {
+			continue
+		}
+		f := bytes.Fields(line[3:])
+		if len(f) < 5 {
+			continue
+		}
+		cpu, err1 := strconv.Atoi(string(f[0]))
+		ticks, err2 := strconv.ParseInt(string(f[4]), 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if i := slices.Index(cpus, cpu); i >= 0 {
+			idle[i] = time.Duration(ticks) * (time.Second / 100)
+			found++
+		}
+	}
+	return found == len(cpus)
 }

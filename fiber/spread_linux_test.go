@@ -23,9 +23,10 @@ func TestSpreadSeparatesWorkersOnOneCPU(t *testing.T) {
 	}
 	// Whatever else the machine runs: this tests the binding, not when
 	// it is worth it.
-	saved := runnable
+	saved, savedIdle := runnable, idleTimes
 	runnable = func() int { return 0 }
-	t.Cleanup(func() { runnable = saved })
+	idleTimes = func([]int, []time.Duration) bool { return false }
+	t.Cleanup(func() { runnable, idleTimes = saved, savedIdle })
 	s := newSched(t, Config{Workers: 2, SleepAfter: time.Hour})
 	binds := func() int32 { return s.workers[0].spr.binds.Load() + s.workers[1].spr.binds.Load() }
 	var (
@@ -78,5 +79,26 @@ func TestRunnableThreads(t *testing.T) {
 	// This test's own thread is running.
 	if n < 1 {
 		t.Fatalf("runnableThreads() = %d; want at least 1", n)
+	}
+}
+
+func TestParseIdle(t *testing.T) {
+	text := []byte("cpu  2878826 58803 689093 962706 4672 0 4224 1840 0 0\n" +
+		"cpu0 1439363 28404 341740 485865 1266 0 1367 907 0 0\n" +
+		"cpu1 1439462 30399 347352 476840 3406 0 2856 933 0 0\n" +
+		"intr 123 4 5\nctxt 99\n")
+	idle := make([]time.Duration, 2)
+	if !parseIdle(text, []int{1, 0}, idle) {
+		t.Fatal("parseIdle found not every CPU")
+	}
+	if idle[0] != 4768400*time.Millisecond || idle[1] != 4858650*time.Millisecond {
+		t.Fatalf("idle %v, want [4768.4s 4858.65s]", idle)
+	}
+	if parseIdle(text, []int{0, 2}, idle) {
+		t.Fatal("parseIdle found CPU 2, which the text lacks")
+	}
+	got := make([]time.Duration, 1)
+	if !cpuIdleTimes([]int{0}, got) {
+		t.Skip("no /proc/stat here")
 	}
 }

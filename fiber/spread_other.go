@@ -2,6 +2,8 @@
 
 package fiber
 
+import "time"
+
 // canBind is false: workers are not bound to CPUs here.
 const canBind = false
 
@@ -10,3 +12,5 @@ func getcpu() int32 { return -1 }
 func bindTo(int32, []int) bool { return false }
 
 func runnableThreads() int { return -1 }
+
+func cpuIdleTimes([]int, []time.Duration) bool { return false }

@@ -1,6 +1,7 @@
 package fiber
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -28,9 +29,12 @@ func fakeCPUs(t *testing.T, cpu *int32, binds *[]int32) {
 // {0, 1}, each with a spreader.
 func spreadPair() (*Scheduler, *worker, *worker) {
 	s := &Scheduler{cfg: Config{Workers: 2}.withDefaults()}
+	claims := make([]atomic.Int32, 2)
+	claims[0].Store(-1)
+	claims[1].Store(-1)
 	for i := range 2 {
 		w := newWorker(s, i, lineSlots, -1)
-		w.spr = &spreader{cpus: []int{0, 1}, bound: -1, from: -1, wait: spreadMinWait}
+		w.spr = &spreader{cpus: []int{0, 1}, claims: claims, bound: -1, from: -1, wait: spreadMinWait}
 		s.workers = append(s.workers, w)
 	}
 	return s, s.workers[0], s.workers[1]
@@ -187,5 +191,65 @@ func TestSpreaderStaysWhenOthersWantCPUs(t *testing.T) {
 	a.spr.crowded(a, t0.Add(3*spreadMinWait), time.Millisecond)
 	if len(binds) != 1 {
 		t.Fatalf("binds %v with only the two workers runnable; want one", binds)
+	}
+}
+
+func TestSpreaderJudgesTheOtherCPU(t *testing.T) {
+	var cpu int32
+	var binds []int32
+	fakeCPUs(t, &cpu, &binds)
+	runnable = func() int { return 99 } // not asked while idle times are known
+	var idleNow [2]time.Duration
+	saved := idleTimes
+	t.Cleanup(func() { idleTimes = saved })
+	idleTimes = func(_ []int, idle []time.Duration) bool { copy(idle, idleNow[:]); return true }
+	_, a, b := spreadPair()
+	b.at.Store(0)
+	t0 := time.Now()
+	a.spr.idle, a.spr.cur, a.spr.looked = make([]time.Duration, 2), make([]time.Duration, 2), t0
+	// Too soon after the first look: nothing yet.
+	a.spr.crowded(a, t0.Add(idleWindow/2), time.Millisecond)
+	if len(binds) != 0 {
+		t.Fatalf("binds %v before idleWindow; want none", binds)
+	}
+	// CPU 1 idle a fifth of the time: busy, no binding, a longer wait.
+	idleNow[1] = idleWindow / 5
+	a.spr.crowded(a, t0.Add(idleWindow), time.Millisecond)
+	if len(binds) != 0 || a.spr.wait != 2*spreadMinWait {
+		t.Fatalf("binds %v, wait %v with CPU 1 mostly busy; want none, %v", binds, a.spr.wait, 2*spreadMinWait)
+	}
+	// Then idle all the time: binds there.
+	t1 := t0.Add(idleWindow + 2*idleWindow)
+	idleNow[1] += 2 * idleWindow
+	a.spr.crowded(a, t1, time.Millisecond)
+	if len(binds) != 1 || binds[0] != 1 {
+		t.Fatalf("binds %v with CPU 1 idle; want [1]", binds)
+	}
+}
+
+func TestSpreaderClaimsTheCPU(t *testing.T) {
+	var cpu int32
+	var binds []int32
+	fakeCPUs(t, &cpu, &binds)
+	_, a, b := spreadPair()
+	a.at.Store(0)
+	b.at.Store(0)
+	// Both on CPU 0 decide before either has told where it went: only the
+	// first binds to CPU 1.
+	b.spr.claims[1].Store(int32(b.id))
+	a.spr.crowded(a, time.Now(), time.Millisecond)
+	if len(binds) != 0 || a.spr.bound != -1 {
+		t.Fatalf("binds %v, bound %d with CPU 1 claimed by the sibling; want none", binds, a.spr.bound)
+	}
+	b.spr.claims[1].Store(-1)
+	a.spr.crowded(a, time.Now(), time.Millisecond)
+	if len(binds) != 1 || a.spr.claims[1].Load() != int32(a.id) {
+		t.Fatalf("binds %v, claim %d; want [1], %d", binds, a.spr.claims[1].Load(), a.id)
+	}
+	// Given up for another program: the claim is released.
+	b.at.Store(0)
+	a.spr.crowded(a, time.Now(), time.Millisecond)
+	if a.spr.bound != -1 || a.spr.claims[1].Load() != -1 {
+		t.Fatalf("bound %d, claim %d after another program crowded it; want -1, -1", a.spr.bound, a.spr.claims[1].Load())
 	}
 }
