@@ -81,6 +81,19 @@
 // worker holds a P, so the default number of workers leaves one P for the
 // rest of the program.
 //
+// On Linux, the workers of an unpinned scheduler keep off each other's CPU.
+// Two of them on one CPU take turns through their pauses and run at the
+// speed of one CPU while another may be idle, and the kernel can leave them
+// so for a whole run (it may pack woken threads onto a busy CPU, and does
+// not move threads that ran a moment ago). A worker whose pause lasted 20 µs
+// or more looks where it runs (getcpu); if a sibling worker is there, an
+// allowed CPU has none, and the machine runs no more threads than the
+// scheduler has awake workers, it binds its thread to that CPU. Crowded
+// there for a time slice by another program, it goes back and unbinds, and
+// waits longer before it binds again: on a busy machine sharing a CPU with a
+// sibling, which hands it over at every meeting, beats sharing one with
+// another program. See spread.go.
+//
 // Work can also come from outside the process: a peer process's message,
 // which only the idle hook finds. A worker given an Alarm
 // (Config.Alarm; rdma/shm offers one) sleeps on its own futex word and

@@ -42,7 +42,10 @@ type Config struct {
 	Workers int
 	// Pin pins worker i to CPU CPUs[i % len(CPUs)] with sched_setaffinity.
 	// If CPUs is empty, the CPUs this process may run on are used, in
-	// order. Pinning is supported on Linux only.
+	// order. Pinning is supported on Linux only. Unpinned workers are
+	// placed by the kernel, except that on Linux two workers found on one
+	// CPU of a quiet machine bind one of them to a CPU of its own, until
+	// another program crowds it there (see the package doc's Idle workers).
 	Pin  bool
 	CPUs []int
 	// MaxFibersPerWorker is how many fibers a worker runs at once (its
@@ -168,10 +171,17 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s := &Scheduler{cfg: cfg}
 	s.idleCond.L = &s.idleMu
+	spr := newSpreaders(cfg)
 	ready := make(chan error, cfg.Workers)
 	for i := range cfg.Workers {
 		w := newWorker(s, i, cfg.MaxFibersPerWorker, cpus[i])
+		if spr != nil {
+			w.spr = spr[i]
+		}
 		s.workers = append(s.workers, w)
+	}
+	// Started once all exist: a worker reads the others (spread.go).
+	for _, w := range s.workers {
 		s.wg.Add(1)
 		go w.run(ready)
 	}

@@ -25,6 +25,10 @@ const (
 	backoffMx = 64                   // longest backoff, in steps
 	checkTime = 64                   // idle passes between clock reads
 	wakeSlack = 5 * time.Microsecond // idle time spent spinning before backing off
+	// crowdPause is how long a pause must take for the worker to conclude
+	// that another thread ran on its CPU meanwhile (a sched_yield with
+	// nothing else to run returns in about a microsecond).
+	crowdPause = 20 * time.Microsecond
 )
 
 // worker runs fibers on one locked OS thread. Fields are grouped by who
@@ -75,6 +79,12 @@ type worker struct {
 	_    cpu.CacheLinePad
 	// hb answers the stuck-fiber monitor (watch.go).
 	hb heartbeat
+	// at is the CPU the worker last found itself on, -1 if not known:
+	// stored by the owner, read by the other workers' spread (spread.go).
+	at atomic.Int32
+	// spr is the owner's spreading state; nil where workers are pinned
+	// or cannot be moved.
+	spr *spreader
 }
 
 func newWorker(s *Scheduler, id, nslots, cpuID int) *worker {
@@ -88,6 +98,7 @@ func newWorker(s *Scheduler, id, nslots, cpuID int) *worker {
 		l2:     make([]atomic.Uint64, (lines+63)/64),
 	}
 	w.park.init()
+	w.at.Store(-1)
 	return w
 }
 
@@ -181,8 +192,9 @@ func (w *worker) loop() {
 		// Idle policy: spin hot, then pause between looks, then sleep. The
 		// clock is read every checkTime passes while spinning hot, and on
 		// every pass once pausing (a pause can last a time slice).
+		var now time.Time
 		if idle++; idle%checkTime == 0 || step > 0 {
-			now := time.Now()
+			now = time.Now()
 			switch d := now.Sub(idleSince); {
 			case idleSince.IsZero():
 				idleSince = now
@@ -196,6 +208,12 @@ func (w *worker) loop() {
 		}
 		if step > 0 {
 			pause(step)
+			if w.spr != nil {
+				if end := time.Now(); end.Sub(now) >= crowdPause {
+					// Another thread ran on this CPU meanwhile.
+					w.spr.crowded(w, end, end.Sub(now))
+				}
+			}
 		}
 	}
 }
@@ -216,6 +234,9 @@ func (w *worker) sleep() {
 		}
 	}
 	w.sleeping.Store(false)
+	if w.spr != nil {
+		w.at.Store(cpuNow()) // the kernel may have woken it anywhere
+	}
 }
 
 // sleepAlarm sleeps until the worker's own wake or a's, as sleep; it
