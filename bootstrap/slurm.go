@@ -59,7 +59,7 @@ func openSlurm(env lookupFunc) (Bootstrap, error) {
 	}
 	job, _ := strconv.ParseUint(vals[EnvSlurmJobID], 10, 64)
 	step, _ := strconv.ParseUint(vals[EnvSlurmStepID], 10, 64)
-	port := 20000 + int((job*131+step)%20000)
+	port := slurmStorePort(job, step)
 	if sp, ok := env(EnvStorePort); ok && sp != "" {
 		if port, err = strconv.Atoi(sp); err != nil || port < 1 || port > 65535 {
 			return nil, fmt.Errorf("%w: %s=%q is not a TCP port", ErrEnvironment, EnvStorePort, sp)
@@ -68,6 +68,14 @@ func openSlurm(env lookupFunc) (Bootstrap, error) {
 	key := jobKey("slurm", vals[EnvSlurmJobID], vals[EnvSlurmStepID], vals[EnvSlurmStepTasks])
 	vars := fmt.Sprintf("%s=%s %s=%s %s=%s, store port %d", EnvSlurmJobID, vals[EnvSlurmJobID], EnvSlurmStepID, vals[EnvSlurmStepID], EnvSlurmNodeList, vals[EnvSlurmNodeList], port)
 	return openStoreJob("slurm", rank, size, net.JoinHostPort(host, strconv.Itoa(port)), key, vars)
+}
+
+// slurmStorePort derives the store's port from the job and step ids: in
+// [10000, 30000), below Linux's default range of ephemeral ports
+// (32768–60999), so that an outgoing connection of the node cannot be
+// holding it (a port derived into that range was once taken by one).
+func slurmStorePort(job, step uint64) int {
+	return 10000 + int((job*131+step)%20000)
 }
 
 // firstHost returns the first host of a Slurm host list such as
