@@ -44,9 +44,7 @@ func testRendezvous(t *testing.T, f Factory) {
 		}
 	}
 
-	var mu sync.Mutex
-	buffers := make(map[uint64]*guarded) // receive buffers by message
-	done := 0
+	rv := newRVBuffers(e)
 	for a := range n {
 		me := rdma.Addr(a)
 		h := e.hosts[me]
@@ -60,24 +58,7 @@ func testRendezvous(t *testing.T, f Factory) {
 			m := msgs[id]
 			switch pk.Kind {
 			case packet.KindRTS: // at the receiver
-				g := newGuarded(int(pk.Size), id)
-				r, err := h.Register(g.buf)
-				if err != nil {
-					e.failf("Register in Receive: %v", err)
-					e.putBack(w, pk)
-					return
-				}
-				g.region = r
-				g.write(0, m.data)
-				mu.Lock()
-				buffers[id] = g
-				mu.Unlock()
-				pk.Kind = packet.KindRTR
-				pk.SetLen(0)
-				if err := pk.SetData(rdma.AppendRegion(nil, r)); err != nil {
-					e.failf("region in RTR: %v", err)
-				}
-				e.reply(w, h, m.from, pk)
+				rv.offer(w, h, pk, id, id, m.data, m.from)
 			case packet.KindRTR: // at the sender
 				r, err := rdma.ParseRegion(pk.Data())
 				if err != nil {
@@ -93,42 +74,15 @@ func testRendezvous(t *testing.T, f Factory) {
 				pk.Kind = packet.KindDone
 				e.reply(w, h, m.to, pk)
 			case packet.KindDone: // at the receiver
-				e.putBack(w, pk)
-				mu.Lock()
-				g := buffers[id]
-				delete(buffers, id)
-				done++
-				mu.Unlock()
-				if g == nil {
-					e.failf("endpoint %d: Done for message %d that has no buffer", me, id)
-					return
-				}
-				if err := g.check(); err != nil {
-					e.failf("message %d (%d bytes, %d to %d): %v", id, len(m.data), m.from, m.to, err)
-				}
-				if err := h.Deregister(g.region); err != nil {
-					e.failf("Deregister in Receive: %v", err)
-				}
+				rv.finish(w, h, me, pk, id, m.data, m.from, m.to)
 			default:
 				e.failf("endpoint %d: unexpected packet %v", me, pk)
 				e.putBack(w, pk)
 			}
 		}))
 	}
-	for id, m := range msgs {
-		pk := e.mustGet()
-		pk.Kind = packet.KindRTS
-		pk.SendID = uint64(id)
-		pk.Size = uint64(len(m.data))
-		if err := e.sendRetry(packet.NoWorker, e.hosts[m.from], m.to, pk); err != nil {
-			e.pool.Put(packet.NoWorker, pk)
-			t.Fatalf("Send of RTS: %v", err)
-		}
-	}
-	e.waitFor(fmt.Sprintf("%d rendezvous to complete", len(msgs)), func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return done == len(msgs)
+	rv.run(len(msgs), "rendezvous", func(id int) (from, to rdma.Addr, size int) {
+		return msgs[id].from, msgs[id].to, len(msgs[id].data)
 	})
 	e.checkPool("after the rendezvous")
 }
@@ -256,4 +210,88 @@ func testLarge(t *testing.T, f Factory) {
 	if err := e.hosts[0].Deregister(g.region); err != nil {
 		t.Errorf("Deregister: %v", err)
 	}
+}
+
+// rvBuffers is the receiving side of the suite's rendezvous tests: the
+// buffers registered for the messages announced, and how many completed.
+type rvBuffers struct {
+	e    *env
+	mu   sync.Mutex
+	bufs map[uint64]*guarded // by message
+	done int
+}
+
+func newRVBuffers(e *env) *rvBuffers {
+	return &rvBuffers{e: e, bufs: make(map[uint64]*guarded)}
+}
+
+// offer answers the RTS pk of message id, whose bytes are data, from
+// endpoint from, at an endpoint on host h: it registers a guarded buffer
+// (its guards seeded by seed) and sends the RTR in pk.
+func (b *rvBuffers) offer(w int, h rdma.Transport, pk *packet.Packet, id, seed uint64, data []byte, from rdma.Addr) {
+	e := b.e
+	g := newGuarded(int(pk.Size), seed)
+	r, err := h.Register(g.buf)
+	if err != nil {
+		e.failf("Register in Receive: %v", err)
+		e.putBack(w, pk)
+		return
+	}
+	g.region = r
+	g.write(0, data)
+	b.mu.Lock()
+	b.bufs[id] = g
+	b.mu.Unlock()
+	pk.Kind = packet.KindRTR
+	pk.SetLen(0)
+	if err := pk.SetData(rdma.AppendRegion(nil, r)); err != nil {
+		e.failf("region in RTR: %v", err)
+	}
+	e.reply(w, h, from, pk)
+}
+
+// finish takes the Done pk of message id at endpoint me on host h: it
+// checks the buffer (data, and the guards around it) and deregisters it.
+func (b *rvBuffers) finish(w int, h rdma.Transport, me rdma.Addr, pk *packet.Packet, id uint64, data []byte, from, to rdma.Addr) {
+	e := b.e
+	e.putBack(w, pk)
+	b.mu.Lock()
+	g := b.bufs[id]
+	delete(b.bufs, id)
+	b.done++
+	b.mu.Unlock()
+	if g == nil {
+		e.failf("endpoint %d: Done for message %d that has no buffer", me, id)
+		return
+	}
+	if err := g.check(); err != nil {
+		e.failf("message %d (%d bytes, %d to %d): %v", id, len(data), from, to, err)
+	}
+	if err := h.Deregister(g.region); err != nil {
+		e.failf("Deregister in Receive: %v", err)
+	}
+}
+
+// run announces messages 0 to n-1 (msg gives each one's ends and size)
+// with an RTS each, from the test goroutine, and waits until all n have
+// completed.
+func (b *rvBuffers) run(n int, what string, msg func(id int) (from, to rdma.Addr, size int)) {
+	e := b.e
+	e.t.Helper()
+	for id := range n {
+		from, to, size := msg(id)
+		pk := e.mustGet()
+		pk.Kind = packet.KindRTS
+		pk.SendID = uint64(id)
+		pk.Size = uint64(size)
+		if err := e.sendRetry(packet.NoWorker, e.hosts[from], to, pk); err != nil {
+			e.pool.Put(packet.NoWorker, pk)
+			e.t.Fatalf("Send of RTS: %v", err)
+		}
+	}
+	e.waitFor(fmt.Sprintf("%d %s to complete", n, what), func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.done == n
+	})
 }

@@ -3,7 +3,6 @@ package rdmatest
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -100,9 +99,7 @@ func testStartPut(t *testing.T, f Factory) {
 		}
 	}
 
-	var mu sync.Mutex
-	buffers := make(map[uint64]*guarded)
-	done := 0
+	rv := newRVBuffers(e)
 	for a := range n {
 		me := rdma.Addr(a)
 		h := e.hosts[me]
@@ -116,24 +113,7 @@ func testStartPut(t *testing.T, f Factory) {
 			m := msgs[id]
 			switch pk.Kind {
 			case packet.KindRTS: // at the receiver
-				g := newGuarded(int(pk.Size), id+5000)
-				r, err := h.Register(g.buf)
-				if err != nil {
-					e.failf("Register in Receive: %v", err)
-					e.putBack(w, pk)
-					return
-				}
-				g.region = r
-				g.write(0, m.data)
-				mu.Lock()
-				buffers[id] = g
-				mu.Unlock()
-				pk.Kind = packet.KindRTR
-				pk.SetLen(0)
-				if err := pk.SetData(rdma.AppendRegion(nil, r)); err != nil {
-					e.failf("region in RTR: %v", err)
-				}
-				e.reply(w, h, m.from, pk)
+				rv.offer(w, h, pk, id, id+5000, m.data, m.from)
 			case packet.KindRTR: // at the sender
 				r, err := rdma.ParseRegion(pk.Data())
 				if err != nil {
@@ -177,42 +157,15 @@ func testStartPut(t *testing.T, f Factory) {
 					over(w)
 				}
 			case packet.KindDone: // at the receiver
-				e.putBack(w, pk)
-				mu.Lock()
-				g := buffers[id]
-				delete(buffers, id)
-				done++
-				mu.Unlock()
-				if g == nil {
-					e.failf("endpoint %d: Done for message %d that has no buffer", me, id)
-					return
-				}
-				if err := g.check(); err != nil {
-					e.failf("message %d (%d bytes, %d to %d): %v", id, len(m.data), m.from, m.to, err)
-				}
-				if err := h.Deregister(g.region); err != nil {
-					e.failf("Deregister in Receive: %v", err)
-				}
+				rv.finish(w, h, me, pk, id, m.data, m.from, m.to)
 			default:
 				e.failf("endpoint %d: unexpected packet %v", me, pk)
 				e.putBack(w, pk)
 			}
 		}))
 	}
-	for id, m := range msgs {
-		pk := e.mustGet()
-		pk.Kind = packet.KindRTS
-		pk.SendID = uint64(id)
-		pk.Size = uint64(len(m.data))
-		if err := e.sendRetry(packet.NoWorker, e.hosts[m.from], m.to, pk); err != nil {
-			e.pool.Put(packet.NoWorker, pk)
-			t.Fatalf("Send of RTS: %v", err)
-		}
-	}
-	e.waitFor(fmt.Sprintf("%d rendezvous by StartPut to complete", len(msgs)), func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return done == len(msgs)
+	rv.run(len(msgs), "rendezvous by StartPut", func(id int) (from, to rdma.Addr, size int) {
+		return msgs[id].from, msgs[id].to, len(msgs[id].data)
 	})
 	for id, m := range msgs {
 		for i := range m.end {
