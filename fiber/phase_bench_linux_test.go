@@ -116,6 +116,9 @@ func (s *sync2) arrive(w *Waiter) {
 }
 
 // spin does k rounds of arithmetic the compiler cannot drop.
+// spinSink keeps spin's results, so that no call of it is dead code.
+var spinSink atomic.Uint64
+
 func spin(k int) uint64 {
 	x := uint64(k)
 	for i := range k {
@@ -131,7 +134,7 @@ func calibrate(d time.Duration) int {
 	best := time.Duration(1 << 62)
 	for range 20 {
 		t := time.Now()
-		spin(k)
+		spinSink.Store(spin(k))
 		best = min(best, time.Since(t))
 	}
 	return max(1, int(float64(k)*float64(d)/float64(best)))

@@ -50,7 +50,7 @@ func TestSpreadSeparatesWorkersOnOneCPU(t *testing.T) {
 			start.arrive(w)
 			other := 1 - me
 			for k := int64(1); ; k++ {
-				spin(work)
+				spinSink.Store(spin(work))
 				if binds() > 0 || time.Now().After(deadline) {
 					stop.Store(true)
 				}
