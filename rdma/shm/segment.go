@@ -134,9 +134,14 @@ type segment struct {
 // segName is the file name of a process's segment.
 func segName(job string, rank int) string { return fmt.Sprintf("fibermpi-%s-%d", job, rank) }
 
-// mmapShared maps size bytes of fd.
+// mmapShared maps size bytes of fd, with their page tables filled in
+// (MAP_POPULATE): otherwise the first lap of every ring pays a page fault
+// per page in each of the two processes, which made the first 20 000 or
+// so round trips of a job about 1.5 times slower than the later ones
+// (fmpi-osu latency with OSU's warm-up: 0.50 against 0.34 µs). It costs
+// the creator the allocation of the segment's pages at once.
 func mmapShared(fd int, size uint64) ([]byte, error) {
-	p, err := unix.MmapPtr(fd, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	p, err := unix.MmapPtr(fd, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, err
 	}
