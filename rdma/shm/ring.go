@@ -94,9 +94,7 @@ func (l *spinlock) lockSlow() {
 		if l.v.Load() == 0 && l.v.CompareAndSwap(0, 1) {
 			return
 		}
-		if i%128 == 0 {
-			runtime.Gosched()
-		}
+		spinWait(i)
 	}
 }
 
@@ -257,13 +255,16 @@ func (o *outRing) wake() {
 	}
 }
 
-// writePacket writes pk's record for address to at off.
-func (o *outRing) writePacket(off uint64, size int, to rdma.Addr, pk *packet.Packet) {
-	rec := o.data[off : off+uint64(size)]
-	pk.EncodeHeader(rec[:headSize])
+// commit finishes a packet record that Transport.open reserved and its
+// caller filled in (header and payload): it stamps the destination and
+// the record type, publishes the record, releases mu and wakes the
+// receiver if it sleeps.
+func (o *outRing) commit(to rdma.Addr, rec []byte) {
 	le.PutUint32(rec[offWord1:], uint32(to))
 	rec[offType] = recPacket
-	copy(rec[headSize:], pk.Data())
+	o.publish(uint64(len(rec)))
+	o.mu.unlock()
+	o.wake()
 }
 
 // inRing is this process's consumer side of one ring of its segment.

@@ -399,40 +399,21 @@ func (t *Transport) route(a rdma.Addr) (*outRing, error) {
 // wakes the receiving process if it sleeps (the only system call Send
 // makes, and only then).
 func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
-	if t.closed.Load() {
-		return rdma.ErrClosed
-	}
-	o, err := t.route(to)
-	if err != nil {
-		return err
-	}
-	n := pk.Len()
-	if n > t.cfg.PayloadSize {
-		return fmt.Errorf("%w: %d bytes, PayloadSize %d", ErrTooLong, n, t.cfg.PayloadSize)
-	}
 	pool := t.pools.Of(pk)
 	if pool == nil {
 		return ErrForeignPacket
 	}
-	size := recordSize(n)
-	o.mu.lock()
-	if o.dead {
-		o.mu.unlock()
-		return rdma.ErrClosed
+	o, rec, err := t.open(to, pk.Len())
+	if err != nil {
+		return err
 	}
-	off, ok := o.reserve(uint64(size))
-	if !ok {
-		o.mu.unlock()
-		return rdma.ErrAgain
-	}
-	o.writePacket(off, size, to, pk)
+	pk.EncodeHeader(rec[:headSize])
+	copy(rec[headSize:], pk.Data())
 	// The record holds a copy: the packet goes back to its pool before
 	// the record is published, so that by the time anyone sees the
 	// message (and its answer), the sender's packet is free again.
 	pool.Put(w, pk)
-	o.publish(uint64(size))
-	o.mu.unlock()
-	o.wake()
+	o.commit(to, rec)
 	return nil
 }
 
@@ -442,34 +423,44 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 // once (closed, unbound, too long, a full ring): the caller then sends a
 // packet, and Send says why. It wakes the receiving process if it sleeps.
 func (t *Transport) SendEager(w int, to rdma.Addr, h rdma.EagerHeader, data []byte) bool {
-	n := len(data)
-	if t.closed.Load() || n > t.cfg.PayloadSize {
-		return false
-	}
-	o, err := t.route(to)
+	o, rec, err := t.open(to, len(data))
 	if err != nil {
 		return false
 	}
-	size := recordSize(n)
+	packet.EncodeEager(rec[:headSize], h.Context, h.Source, h.Tag, uint32(h.From), len(data))
+	copy(rec[headSize:], data)
+	o.commit(to, rec)
+	return true
+}
+
+// open reserves the record of a packet with n payload bytes for address
+// to in the ring towards to's process, and returns the ring, locked, and
+// the record's bytes: the caller writes the packet's header and payload
+// into them and calls commit. Errors: rdma.ErrClosed, rdma.ErrNoPeer,
+// ErrTooLong, and rdma.ErrAgain for a full ring.
+func (t *Transport) open(to rdma.Addr, n int) (*outRing, []byte, error) {
+	if t.closed.Load() {
+		return nil, nil, rdma.ErrClosed
+	}
+	if n > t.cfg.PayloadSize {
+		return nil, nil, fmt.Errorf("%w: %d bytes, PayloadSize %d", ErrTooLong, n, t.cfg.PayloadSize)
+	}
+	o, err := t.route(to)
+	if err != nil {
+		return nil, nil, err
+	}
+	size := uint64(recordSize(n))
 	o.mu.lock()
 	if o.dead {
 		o.mu.unlock()
-		return false
+		return nil, nil, rdma.ErrClosed
 	}
-	off, ok := o.reserve(uint64(size))
+	off, ok := o.reserve(size)
 	if !ok {
 		o.mu.unlock()
-		return false
+		return nil, nil, rdma.ErrAgain
 	}
-	rec := o.data[off : off+uint64(size)]
-	packet.EncodeEager(rec[:headSize], h.Context, h.Source, h.Tag, uint32(h.From), n)
-	le.PutUint32(rec[offWord1:], uint32(to))
-	rec[offType] = recPacket
-	copy(rec[headSize:], data)
-	o.publish(uint64(size))
-	o.mu.unlock()
-	o.wake()
-	return true
+	return o, o.data[off : off+size], nil
 }
 
 // Progress delivers what the rings of this process hold: packets to
