@@ -44,46 +44,22 @@ func testRendezvous(t *testing.T, f Factory) {
 		}
 	}
 
-	rv := newRVBuffers(e)
-	for a := range n {
-		me := rdma.Addr(a)
-		h := e.hosts[me]
-		e.bind(me, receiverFunc(func(w int, pk *packet.Packet) {
-			id := pk.SendID
-			if id >= uint64(len(msgs)) {
-				e.failf("endpoint %d: packet for unknown message %d: %v", me, id, pk)
-				e.putBack(w, pk)
-				return
-			}
-			m := msgs[id]
-			switch pk.Kind {
-			case packet.KindRTS: // at the receiver
-				rv.offer(w, h, pk, id, id, m.data, m.from)
-			case packet.KindRTR: // at the sender
-				r, err := rdma.ParseRegion(pk.Data())
-				if err != nil {
-					e.failf("RTR of message %d: %v", id, err)
-				}
-				half := len(m.data) / 2
-				if err := h.Put(m.to, r, uint64(half), m.data[half:]); err != nil {
-					e.failf("Put in Receive of message %d: %v", id, err)
-				}
-				if err := h.Put(m.to, r, 0, m.data[:half]); err != nil {
-					e.failf("Put in Receive of message %d: %v", id, err)
-				}
-				pk.Kind = packet.KindDone
-				e.reply(w, h, m.to, pk)
-			case packet.KindDone: // at the receiver
-				rv.finish(w, h, me, pk, id, m.data, m.from, m.to)
-			default:
-				e.failf("endpoint %d: unexpected packet %v", me, pk)
-				e.putBack(w, pk)
-			}
-		}))
-	}
-	rv.run(len(msgs), "rendezvous", func(id int) (from, to rdma.Addr, size int) {
-		return msgs[id].from, msgs[id].to, len(msgs[id].data)
+	rv := newRVBuffers(e, len(msgs), 0, func(id uint64) (from, to rdma.Addr, data []byte) {
+		return msgs[id].from, msgs[id].to, msgs[id].data
 	})
+	rv.bind(n, func(w int, h rdma.Transport, pk *packet.Packet, id uint64, r rdma.Region) {
+		m := msgs[id]
+		half := len(m.data) / 2
+		if err := h.Put(m.to, r, uint64(half), m.data[half:]); err != nil {
+			e.failf("Put in Receive of message %d: %v", id, err)
+		}
+		if err := h.Put(m.to, r, 0, m.data[:half]); err != nil {
+			e.failf("Put in Receive of message %d: %v", id, err)
+		}
+		pk.Kind = packet.KindDone
+		e.reply(w, h, m.to, pk)
+	})
+	rv.run("rendezvous")
 	e.checkPool("after the rendezvous")
 }
 
@@ -212,25 +188,65 @@ func testLarge(t *testing.T, f Factory) {
 	}
 }
 
-// rvBuffers is the receiving side of the suite's rendezvous tests: the
-// buffers registered for the messages announced, and how many completed.
+// rvBuffers is the receiving side of the suite's rendezvous tests, and
+// the receivers' dispatch: the buffers registered for the messages
+// announced, and how many completed.
 type rvBuffers struct {
-	e    *env
-	mu   sync.Mutex
-	bufs map[uint64]*guarded // by message
-	done int
+	e     *env
+	count int                                               // messages 0 to count-1
+	seed  uint64                                            // added to a message's id to seed its buffer's guards
+	msg   func(id uint64) (from, to rdma.Addr, data []byte) // each message's ends and bytes
+	mu    sync.Mutex
+	bufs  map[uint64]*guarded // by message
+	done  int
 }
 
-func newRVBuffers(e *env) *rvBuffers {
-	return &rvBuffers{e: e, bufs: make(map[uint64]*guarded)}
+func newRVBuffers(e *env, count int, seed uint64, msg func(id uint64) (from, to rdma.Addr, data []byte)) *rvBuffers {
+	return &rvBuffers{e: e, count: count, seed: seed, msg: msg, bufs: make(map[uint64]*guarded)}
+}
+
+// bind binds a Receiver to each of the first n endpoints. It plays the
+// receiver's side of every message (RTS: offer; Done: finish) and hands
+// the sender's side, the RTR of message id with its region, to rtr;
+// packets for unknown messages and of other kinds are failures.
+func (b *rvBuffers) bind(n int, rtr func(w int, h rdma.Transport, pk *packet.Packet, id uint64, r rdma.Region)) {
+	e := b.e
+	for a := range n {
+		me := rdma.Addr(a)
+		h := e.hosts[me]
+		e.bind(me, receiverFunc(func(w int, pk *packet.Packet) {
+			id := pk.SendID
+			if id >= uint64(b.count) {
+				e.failf("endpoint %d: packet for unknown message %d: %v", me, id, pk)
+				e.putBack(w, pk)
+				return
+			}
+			from, to, data := b.msg(id)
+			switch pk.Kind {
+			case packet.KindRTS: // at the receiver
+				b.offer(w, h, pk, id, data, from)
+			case packet.KindRTR: // at the sender
+				r, err := rdma.ParseRegion(pk.Data())
+				if err != nil {
+					e.failf("RTR of message %d: %v", id, err)
+				}
+				rtr(w, h, pk, id, r)
+			case packet.KindDone: // at the receiver
+				b.finish(w, h, me, pk, id, data, from, to)
+			default:
+				e.failf("endpoint %d: unexpected packet %v", me, pk)
+				e.putBack(w, pk)
+			}
+		}))
+	}
 }
 
 // offer answers the RTS pk of message id, whose bytes are data, from
 // endpoint from, at an endpoint on host h: it registers a guarded buffer
-// (its guards seeded by seed) and sends the RTR in pk.
-func (b *rvBuffers) offer(w int, h rdma.Transport, pk *packet.Packet, id, seed uint64, data []byte, from rdma.Addr) {
+// and sends the RTR in pk.
+func (b *rvBuffers) offer(w int, h rdma.Transport, pk *packet.Packet, id uint64, data []byte, from rdma.Addr) {
 	e := b.e
-	g := newGuarded(int(pk.Size), seed)
+	g := newGuarded(int(pk.Size), id+b.seed)
 	r, err := h.Register(g.buf)
 	if err != nil {
 		e.failf("Register in Receive: %v", err)
@@ -272,18 +288,18 @@ func (b *rvBuffers) finish(w int, h rdma.Transport, me rdma.Addr, pk *packet.Pac
 	}
 }
 
-// run announces messages 0 to n-1 (msg gives each one's ends and size)
-// with an RTS each, from the test goroutine, and waits until all n have
-// completed.
-func (b *rvBuffers) run(n int, what string, msg func(id int) (from, to rdma.Addr, size int)) {
+// run announces every message with an RTS, from the test goroutine, and
+// waits until all have completed.
+func (b *rvBuffers) run(what string) {
 	e := b.e
 	e.t.Helper()
-	for id := range n {
-		from, to, size := msg(id)
+	n := b.count
+	for id := range uint64(n) {
+		from, to, data := b.msg(id)
 		pk := e.mustGet()
 		pk.Kind = packet.KindRTS
-		pk.SendID = uint64(id)
-		pk.Size = uint64(size)
+		pk.SendID = id
+		pk.Size = uint64(len(data))
 		if err := e.sendRetry(packet.NoWorker, e.hosts[from], to, pk); err != nil {
 			e.pool.Put(packet.NoWorker, pk)
 			e.t.Fatalf("Send of RTS: %v", err)

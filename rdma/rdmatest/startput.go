@@ -99,74 +99,50 @@ func testStartPut(t *testing.T, f Factory) {
 		}
 	}
 
-	rv := newRVBuffers(e)
-	for a := range n {
-		me := rdma.Addr(a)
-		h := e.hosts[me]
-		e.bind(me, receiverFunc(func(w int, pk *packet.Packet) {
-			id := pk.SendID
-			if id >= uint64(len(msgs)) {
-				e.failf("endpoint %d: packet for unknown message %d: %v", me, id, pk)
-				e.putBack(w, pk)
-				return
-			}
-			m := msgs[id]
-			switch pk.Kind {
-			case packet.KindRTS: // at the receiver
-				rv.offer(w, h, pk, id, id+5000, m.data, m.from)
-			case packet.KindRTR: // at the sender
-				r, err := rdma.ParseRegion(pk.Data())
-				if err != nil {
-					e.failf("RTR of message %d: %v", id, err)
-				}
-				pk.Kind = packet.KindDone
-				pk.SetLen(0)
-				// The second Put to end sends the Done.
-				over := func(w int) {
-					if m.ends.Add(1) == 2 {
-						e.reply(w, h, m.to, pk)
-					}
-				}
-				half := len(m.data) / 2
-				parts := [2]struct {
-					off  int
-					data []byte
-				}{{half, m.data[half:]}, {0, m.data[:half]}}
-				for i, part := range parts {
-					pe := &m.end[i]
-					pe.e = e
-					pe.after = func(w int) {
-						pe.mu.Lock()
-						err := pe.err
-						pe.mu.Unlock()
-						if err != nil {
-							e.failf("PutDone of message %d, part %d: %v", id, i, err)
-						}
-						over(w)
-					}
-					pending, err := ps[m.from].StartPut(m.to, r, uint64(part.off), part.data, pe)
-					if err != nil {
-						e.failf("StartPut in Receive of message %d: %v", id, err)
-					}
-					if pending {
-						continue
-					}
-					if c := pe.calls.Load(); c != 0 {
-						e.failf("message %d: StartPut called PutDone (%d times) and returned pending false", id, c)
-					}
-					over(w)
-				}
-			case packet.KindDone: // at the receiver
-				rv.finish(w, h, me, pk, id, m.data, m.from, m.to)
-			default:
-				e.failf("endpoint %d: unexpected packet %v", me, pk)
-				e.putBack(w, pk)
-			}
-		}))
-	}
-	rv.run(len(msgs), "rendezvous by StartPut", func(id int) (from, to rdma.Addr, size int) {
-		return msgs[id].from, msgs[id].to, len(msgs[id].data)
+	rv := newRVBuffers(e, len(msgs), 5000, func(id uint64) (from, to rdma.Addr, data []byte) {
+		return msgs[id].from, msgs[id].to, msgs[id].data
 	})
+	rv.bind(n, func(w int, h rdma.Transport, pk *packet.Packet, id uint64, r rdma.Region) {
+		m := msgs[id]
+		pk.Kind = packet.KindDone
+		pk.SetLen(0)
+		// The second Put to end sends the Done.
+		over := func(w int) {
+			if m.ends.Add(1) == 2 {
+				e.reply(w, h, m.to, pk)
+			}
+		}
+		half := len(m.data) / 2
+		parts := [2]struct {
+			off  int
+			data []byte
+		}{{half, m.data[half:]}, {0, m.data[:half]}}
+		for i, part := range parts {
+			pe := &m.end[i]
+			pe.e = e
+			pe.after = func(w int) {
+				pe.mu.Lock()
+				err := pe.err
+				pe.mu.Unlock()
+				if err != nil {
+					e.failf("PutDone of message %d, part %d: %v", id, i, err)
+				}
+				over(w)
+			}
+			pending, err := ps[m.from].StartPut(m.to, r, uint64(part.off), part.data, pe)
+			if err != nil {
+				e.failf("StartPut in Receive of message %d: %v", id, err)
+			}
+			if pending {
+				continue
+			}
+			if c := pe.calls.Load(); c != 0 {
+				e.failf("message %d: StartPut called PutDone (%d times) and returned pending false", id, c)
+			}
+			over(w)
+		}
+	})
+	rv.run("rendezvous by StartPut")
 	for id, m := range msgs {
 		for i := range m.end {
 			if c := m.end[i].calls.Load(); c > 1 {
