@@ -106,6 +106,7 @@ echo "== building into $BUILD"
 make -s -C bench/osu-c MPICC=mpicc.mpich OUT="$BUILD/mpich"
 make -s -C bench/osu-c MPICC=mpicc.openmpi OUT="$BUILD/openmpi"
 $GO build -o "$BUILD/fmpi-osu" ./cmd/fmpi-osu
+$GO build -o "$BUILD/corelat" ./internal/cmd/corelat
 FMPI_LAUNCH=()
 FMPI_MODE="in-process (2 ranks as fibers of one process; cmd/fmpirun not in this tree)"
 if [ -d cmd/fmpirun ]; then
@@ -198,7 +199,12 @@ FAILURES="$BUILD/failures.txt"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 START=$(date -u +%FT%TZ)
 
+CORELAT="$BUILD/corelat.txt"
+: >"$CORELAT"
 for round in $(seq 1 "$ROUNDS"); do
+	# The cross-core time of this VM moves with the host's placement of its
+	# CPUs, and every figure moves with it (internal/cmd/corelat).
+	echo "round $round: $("$BUILD/corelat" 2>&1)" | tee -a "$CORELAT"
 	for b in "${BENCHES[@]}"; do
 		for v in "${VARIANTS[@]}"; do
 			tag=${v%%:*}
@@ -252,6 +258,8 @@ done
 	if [ ${#BENCHES8[@]} -gt 0 ]; then
 		echo "# 8 ranks (<bench>-2x4): allreduce 8 B, barrier; $COLL8_ARGS; fibermpi: $BUILD/fmpirun -n 2 $BUILD/fmpi-osu <bench> -n 8 (2 processes x 4 endpoints), fibermpi-msg: the same with -coll messages; mpich: mpiexec.mpich -n 8; openmpi: mpirun.openmpi -n 8 --oversubscribe --mca pml ob1"
 	fi
+	echo "# cross-core one-way time before each round (internal/cmd/corelat; every contender's figures move with it):"
+	sed 's/^/#   /' "$CORELAT"
 	echo "# raw tables: $RAW/<bench>/<contender>/r<round>-<sizes>.txt"
 	if [ -s "$FAILURES" ]; then
 		echo "# FAILED runs (left out of the summary):"
