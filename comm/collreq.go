@@ -237,7 +237,7 @@ func (e *engine) pendingInto(dst []*endpoint.Request) (out []*endpoint.Request, 
 	return dst, shm, ready
 }
 
-// base, waiter, done and collective make *CollRequest a Waitable.
+// base, waiter, done, collective and parts make *CollRequest a Waitable.
 func (q *CollRequest) base() *endpoint.Request { return nil }
 func (q *CollRequest) waiter() *fiber.Waiter   { return q.w }
 func (q *CollRequest) done() error {
@@ -248,6 +248,12 @@ func (q *CollRequest) done() error {
 	return q.complete()
 }
 func (q *CollRequest) collective() *CollRequest { return q }
+func (q *CollRequest) parts() (*endpoint.Request, *fiber.Waiter, *CollRequest) {
+	if q == nil {
+		return nil, nil, nil
+	}
+	return nil, q.w, q
+}
 
 // isDone advances the collective without blocking and reports whether it
 // has completed.

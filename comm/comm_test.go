@@ -225,6 +225,13 @@ func TestRequests(t *testing.T) {
 			if err := WaitAll(ri, nilReq); !errors.Is(err, endpoint.ErrNilRequest) {
 				return fmt.Errorf("WaitAll with nil: %v", err)
 			}
+			var nilColl *CollRequest
+			if err := WaitAll(ri, nilColl); !errors.Is(err, endpoint.ErrNilRequest) {
+				return fmt.Errorf("WaitAll with a nil *CollRequest: %v", err)
+			}
+			if err := WaitAll(ri, nil); !errors.Is(err, endpoint.ErrNilRequest) {
+				return fmt.Errorf("WaitAll with a nil Waitable: %v", err)
+			}
 			return nil
 		})
 		if err != nil {

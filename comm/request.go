@@ -151,7 +151,7 @@ func (q *Request[T]) Cancel() bool {
 	return q.r.Cancel()
 }
 
-// base, waiter, done and collective make Request[T] a Waitable.
+// base, waiter, done, collective and parts make Request[T] a Waitable.
 func (q *Request[T]) base() *endpoint.Request {
 	if q == nil {
 		return nil
@@ -161,3 +161,9 @@ func (q *Request[T]) base() *endpoint.Request {
 func (q *Request[T]) waiter() *fiber.Waiter    { return q.w }
 func (q *Request[T]) done() error              { return q.finish().Err }
 func (q *Request[T]) collective() *CollRequest { return nil }
+func (q *Request[T]) parts() (*endpoint.Request, *fiber.Waiter, *CollRequest) {
+	if q == nil {
+		return nil, nil, nil
+	}
+	return q.r, q.w, nil
+}
