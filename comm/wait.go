@@ -69,9 +69,12 @@ func WaitAll(reqs ...Waitable) error {
 // and the requests that had not completed stay pending (Cancel a receive to
 // withdraw it; a collective cannot be withdrawn).
 func WaitAllContext(ctx context.Context, reqs ...Waitable) error {
-	// One call of parts a request per pass: a window of 64 completed
-	// sends took 4.5 µs with a pass each for nil requests, collectives,
-	// waits and errors, and is about four times faster so.
+	// One interface call (parts) a request per pass, and the collectives'
+	// pass only when there are any: for OSU's window of 64 eager sends,
+	// complete when WaitAll starts, 4.5 → 3.5 µs (most of the rest is
+	// each request's first store of its status, which waits behind the
+	// sends' stores into the ring), and 1.8 → 1.3 µs once they are
+	// finished.
 	colls := false
 	for _, q := range reqs {
 		if q == nil {
