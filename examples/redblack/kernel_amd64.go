@@ -49,19 +49,23 @@ func kernelName() string { return [...]string{"go", "avx2", "avx512"}[kernel] }
 // neighbours row[j−1], row[j+1], … are the previous block's right load moved
 // up two lanes (VPERM2F128, VALIGNQ) with this block's: loading them from
 // memory would read column j+s−1 of the block just stored, and a load that
-// overlaps an earlier (masked) store cannot be forwarded from it and waits
-// for the store to reach the cache. The new values are summed in the order
-// of relaxRowGo, (((C+up)+dn)+left)+right, then multiplied by 0.2: no fused
-// multiply-add, so every lane is the bits relaxRowGo computes.
+// overlaps an earlier (partial) store cannot be forwarded from it and waits
+// for the store to reach the cache. AVX2 stores lanes 0 and 2 as two
+// scalars rather than with VMASKMOVPD: on AMD Zen a VMASKMOVPD store is
+// slow enough that the kernel with it lost to the scalar Go loop (Zen 3,
+// BenchmarkKernels at 512: 580 ns a row, Go 410, two VMOVSD 250). The new
+// values are summed in the order of relaxRowGo, (((C+up)+dn)+left)+right,
+// then multiplied by 0.2: no fused multiply-add, so every lane is the bits
+// relaxRowGo computes.
 //
 // Why it is safe:
 //
-//   - Writes: the result is stored with a mask of the even lanes
-//     (VMASKMOVPD, or VMOVUPD under a k-mask), so only the cells of the
-//     colour are written, as relaxRowGo writes them; the other colour's
-//     cells are not even rewritten with their own value. In the threads and
-//     hybrid variants a neighbour fiber reads those cells of this row during
-//     the same half-sweep.
+//   - Writes: only the even lanes are stored (AVX2: two scalar VMOVSD
+//     stores of lanes 0 and 2; AVX-512: VMOVUPD under a k-mask), so only
+//     the cells of the colour are written, as relaxRowGo writes them; the
+//     other colour's cells are not even rewritten with their own value. In
+//     the threads and hybrid variants a neighbour fiber reads those cells of
+//     this row during the same half-sweep.
 //   - Reads: every load stays inside the three rows, between column j0−1
 //     and the boundary column len(row)−1 (the caller counts the blocks so);
 //     the kernels never read past the slices. The odd lanes read up and dn

@@ -12,13 +12,6 @@
 DATA fifth<>+0(SB)/8, $0x3FC999999999999A
 GLOBL fifth<>(SB), RODATA|NOPTR, $8
 
-// evenLanes selects lanes 0 and 2 for VMASKMOVPD (the sign bit of each).
-DATA evenLanes<>+0(SB)/8, $0x8000000000000000
-DATA evenLanes<>+8(SB)/8, $0
-DATA evenLanes<>+16(SB)/8, $0x8000000000000000
-DATA evenLanes<>+24(SB)/8, $0
-GLOBL evenLanes<>(SB), RODATA|NOPTR, $32
-
 // absEven clears the sign of lanes 0 and 2 and the whole of lanes 1 and 3.
 DATA absEven<>+0(SB)/8, $0x7FFFFFFFFFFFFFFF
 DATA absEven<>+8(SB)/8, $0
@@ -33,7 +26,6 @@ TEXT ·relaxAVX2(SB), NOSPLIT, $0-32
 	MOVQ         dn+16(FP), DX
 	MOVQ         blocks+24(FP), CX
 	VBROADCASTSD fifth<>(SB), Y7
-	VMOVDQU      evenLanes<>(SB), Y6
 	VBROADCASTSD -8(DI), Y5          // lane 2 is row[−1], the first left neighbour
 	XORQ         SI, SI
 
@@ -46,7 +38,9 @@ avx2loop:
 	VADDPD     Y2, Y0, Y0            // + left
 	VADDPD     Y1, Y0, Y0            // + right
 	VMULPD     Y7, Y0, Y0            // * 0.2
-	VMASKMOVPD Y0, Y6, (DI)(SI*1)    // lanes 0 and 2 only
+	VEXTRACTF128 $1, Y0, X3          // lanes 2, 3
+	VMOVSD     X0, (DI)(SI*1)        // lane 0: row[j]
+	VMOVSD     X3, 16(DI)(SI*1)      // lane 2: row[j+2]
 	VMOVAPD    Y1, Y5
 	ADDQ       $32, SI
 	DECQ       CX
@@ -61,7 +55,6 @@ TEXT ·relaxResAVX2(SB), NOSPLIT, $0-40
 	MOVQ         dn+16(FP), DX
 	MOVQ         blocks+24(FP), CX
 	VBROADCASTSD fifth<>(SB), Y7
-	VMOVDQU      evenLanes<>(SB), Y6
 	VMOVDQU      absEven<>(SB), Y8
 	VXORPD       Y9, Y9, Y9          // the largest change so far, per lane
 	VBROADCASTSD -8(DI), Y5
@@ -76,7 +69,9 @@ avx2resloop:
 	VADDPD     Y2, Y3, Y3
 	VADDPD     Y1, Y3, Y3
 	VMULPD     Y7, Y3, Y3            // new
-	VMASKMOVPD Y3, Y6, (DI)(SI*1)
+	VEXTRACTF128 $1, Y3, X10
+	VMOVSD     X3, (DI)(SI*1)
+	VMOVSD     X10, 16(DI)(SI*1)
 	VSUBPD     Y0, Y3, Y4            // new − old
 	VANDPD     Y8, Y4, Y4            // |new − old| in lanes 0 and 2, +0 in 1 and 3
 	VMAXPD     Y9, Y4, Y9            // NaN in Y4 (first source) keeps Y9
