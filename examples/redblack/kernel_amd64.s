@@ -4,9 +4,12 @@
 
 // The kernels of kernel_amd64.go (read its comment on the stride-2 access
 // first). Registers: AX up, DI row, DX dn (each at the block's first cell),
-// CX blocks left, SI the byte offset of the block. In the loop: Y1/Z1 the
-// right neighbours row[j+1..], Y5/Z5 the previous block's, Y2/Z2 the left
-// neighbours row[j−1..], Y0/Z0 the sum, Y7/Z7 0.2 in every lane.
+// CX blocks left, SI the byte offset of the block, Y7/Z7 0.2 in every lane.
+// In relaxAVX2 (split lanes, see its comment): Y0 the cells, Y2 their right
+// neighbours, Y1 their left ones, Y6 the right ones moved for the next
+// block's left, Y5 the previous block's. In the others: Y1/Z1 the right
+// neighbours row[j+1..], Y5/Z5 the previous block's, Y2/Z2 the left
+// neighbours row[j−1..], Y0/Z0 the sum.
 
 // 0.2, the float64 nearest to it (the Go constant 0.2).
 DATA fifth<>+0(SB)/8, $0x3FC999999999999A
@@ -26,25 +29,34 @@ TEXT ·relaxAVX2(SB), NOSPLIT, $0-32
 	MOVQ         dn+16(FP), DX
 	MOVQ         blocks+24(FP), CX
 	VBROADCASTSD fifth<>(SB), Y7
-	VBROADCASTSD -8(DI), Y5          // lane 2 is row[−1], the first left neighbour
+	VBROADCASTSD -8(DI), Y5          // lane 0 is row[−1], the first left neighbour
 	XORQ         SI, SI
 
 avx2loop:
-	VMOVUPD    8(DI)(SI*1), Y1       // R = row[j+1 .. j+4]
-	VPERM2F128 $0x21, Y1, Y5, Y2     // L = row[j−1 .. j+2]: Y5's high half, Y1's low
-	VMOVUPD    (DI)(SI*1), Y0        // row[j .. j+3]
-	VADDPD     (AX)(SI*1), Y0, Y0    // + up
-	VADDPD     (DX)(SI*1), Y0, Y0    // + dn
-	VADDPD     Y2, Y0, Y0            // + left
-	VADDPD     Y1, Y0, Y0            // + right
-	VMULPD     Y7, Y0, Y0            // * 0.2
-	VEXTRACTF128 $1, Y0, X3          // lanes 2, 3
-	VMOVSD     X0, (DI)(SI*1)        // lane 0: row[j]
-	VMOVSD     X3, 16(DI)(SI*1)      // lane 2: row[j+2]
-	VMOVAPD    Y1, Y5
-	ADDQ       $32, SI
-	DECQ       CX
-	JNZ        avx2loop
+	VMOVUPD      (DI)(SI*1), Y0      // row[j .. j+3]
+	VMOVUPD      32(DI)(SI*1), Y1    // row[j+4 .. j+7]
+	VUNPCKHPD    Y1, Y0, Y2          // R = row[j+1, j+5, j+3, j+7]
+	VUNPCKLPD    Y1, Y0, Y0          // C = row[j, j+4, j+2, j+6]
+	VMOVUPD      (AX)(SI*1), Y3
+	VUNPCKLPD    32(AX)(SI*1), Y3, Y3 // up at C's columns
+	VMOVUPD      (DX)(SI*1), Y4
+	VUNPCKLPD    32(DX)(SI*1), Y4, Y4 // dn at C's columns
+	VPERMPD      $0x4B, Y2, Y6       // row[j+7, j+3, j+1, j+5]
+	VBLENDPD     $1, Y5, Y6, Y1      // L = row[j−1, j+3, j+1, j+5]: lane 0 from the previous block
+	VMOVAPD      Y6, Y5
+	VADDPD       Y3, Y0, Y0          // C + up
+	VADDPD       Y4, Y0, Y0          // + dn
+	VADDPD       Y1, Y0, Y0          // + left
+	VADDPD       Y2, Y0, Y0          // + right
+	VMULPD       Y7, Y0, Y0          // * 0.2
+	VEXTRACTF128 $1, Y0, X3
+	VMOVLPD      X0, (DI)(SI*1)      // row[j]
+	VMOVHPD      X0, 32(DI)(SI*1)    // row[j+4]
+	VMOVLPD      X3, 16(DI)(SI*1)    // row[j+2]
+	VMOVHPD      X3, 48(DI)(SI*1)    // row[j+6]
+	ADDQ         $64, SI
+	DECQ         CX
+	JNZ          avx2loop
 	VZEROUPPER
 	RET
 
