@@ -172,9 +172,9 @@ func relaxAVX2(up, row, dn *float64, blocks int)
 // relaxResAVX2 is relaxAVX2 that also returns the largest |new−old| (+0 at
 // least; a NaN change is ignored), in the 4-lane scheme above: 2 cells a
 // block of 4 columns, reading row[−1 .. 4·blocks] and up and dn[0 ..
-// 4·blocks−1]. (The split lanes of relaxAVX2 ran slower here, on Zen 3 at
-// load 6–8: BenchmarkKernels n=512/avx2/res 330 against 253 ns a row at
-// best, one 514-column row in cache 585 against 363 ns.)
+// 4·blocks−1]. (The split lanes of relaxAVX2 ran slower here, on Zen 3:
+// BenchmarkKernels n=512/avx2/res 377 against 264 ns a row, median of 8
+// interleaved at load 4; at 2048, memory-bound, 1603 against 1641.)
 //
 //go:noescape
 func relaxResAVX2(up, row, dn *float64, blocks int) float64
