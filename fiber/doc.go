@@ -66,7 +66,11 @@
 // returns at once on an idle machine, and on a busy one lets a thread
 // queued on the same CPU run first (perhaps the very worker that will
 // signal this one), where a busy wait would keep the CPU to the end of its
-// time slice. Elsewhere a pause is a growing busy wait that touches no
+// time slice. A shorter SleepAfter applies only once a pause has taken
+// long (another thread ran meanwhile): while every pause returns at once,
+// pausing costs nobody anything and a worker pauses on for 1 ms, which
+// spares a program whose threads meet every few tens of microseconds a
+// wake-up at every meeting. Elsewhere a pause is a growing busy wait that touches no
 // shared memory. Signal and Spawn wake a worker only if it sleeps (one flag
 // load). On Linux the worker's
 // thread sleeps on a futex, and the wake-up is one FUTEX_WAKE system call

@@ -141,3 +141,31 @@ func TestIdleHookRunsWhileAsleep(t *testing.T) {
 		}
 	})
 }
+
+// TestSleepDue checks the idle policy's rule: a crowded idle period sleeps
+// after SleepAfter, an uncrowded one after freeSpin (or SleepAfter if
+// longer), and none before SleepAfter.
+func TestSleepDue(t *testing.T) {
+	us := time.Microsecond
+	for _, c := range []struct {
+		idle       time.Duration
+		crowded    bool
+		sleepAfter time.Duration
+		want       bool
+	}{
+		{19 * us, true, 20 * us, false},
+		{20 * us, true, 20 * us, true},
+		{20 * us, false, 20 * us, false},
+		{freeSpin - us, false, 20 * us, false},
+		{freeSpin, false, 20 * us, true},
+		{freeSpin, true, 2 * freeSpin, false},
+		{freeSpin, false, 2 * freeSpin, false},
+		{2 * freeSpin, false, 2 * freeSpin, true},
+		{2 * freeSpin, true, 2 * freeSpin, true},
+		{0, false, 0, false},
+	} {
+		if got := sleepDue(c.idle, c.crowded, c.sleepAfter); got != c.want {
+			t.Errorf("sleepDue(%v, crowded %v, sleepAfter %v) = %v, want %v", c.idle, c.crowded, c.sleepAfter, got, c.want)
+		}
+	}
+}

@@ -59,8 +59,11 @@ type Config struct {
 	// goroutine, outside any fiber, and must not block.
 	Idle func(worker int) bool
 	// SleepAfter is how long a worker stays idle (spinning, then backing
-	// off) before it sleeps. Zero means 1ms. A sleeping worker is woken by
-	// the first Signal or Spawn aimed at it, which costs about 10 µs on
+	// off) before it sleeps, if another thread wanted its CPU meanwhile
+	// (a pause took long); a worker whose pauses all returned at once
+	// stays idle 1ms, or SleepAfter if longer, since pausing then costs
+	// no other thread anything. Zero means 1ms. A sleeping worker is woken
+	// by the first Signal or Spawn aimed at it, which costs about 10 µs on
 	// Linux (a futex) and about 100 µs elsewhere (see the package doc's
 	// Idle workers), so keep it above the gaps of a busy program.
 	SleepAfter time.Duration

@@ -74,6 +74,8 @@ type Config struct {
 	// answers a neighbour's hand-over fastest on a machine of its own; on a
 	// shared or oversubscribed one a spinning worker takes the core from
 	// the worker that has the work, and a few microseconds serve better.
+	// A worker whose CPU no other thread wants spins 1ms whatever Spin
+	// says (see fiber.Config.SleepAfter).
 	Spin time.Duration
 	// Progress, if set, is called now and then during a run, every
 	// ProgressEvery, from the first rank's first fiber: with the number of

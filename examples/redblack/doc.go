@@ -29,7 +29,7 @@
 //
 // On amd64 the kernel is assembly: AVX-512 where the CPU has it, else AVX2
 // (chosen at start-up with x/sys/cpu), computing whole runs of columns and
-// storing the cells of the colour under a mask (kernel_amd64.go explains the
+// storing only the cells of the colour (kernel_amd64.go explains the
 // stride-2 access and why it is safe). It adds in the same order and does
 // not fuse the multiplication, so it gives the bits of the Go loop, which
 // is the kernel elsewhere and with -tags purego, and the reference the

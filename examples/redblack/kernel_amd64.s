@@ -4,20 +4,16 @@
 
 // The kernels of kernel_amd64.go (read its comment on the stride-2 access
 // first). Registers: AX up, DI row, DX dn (each at the block's first cell),
-// CX blocks left, SI the byte offset of the block. In the loop: Y1/Z1 the
-// right neighbours row[j+1..], Y5/Z5 the previous block's, Y2/Z2 the left
-// neighbours row[j−1..], Y0/Z0 the sum, Y7/Z7 0.2 in every lane.
+// CX blocks left, SI the byte offset of the block, Y7/Z7 0.2 in every lane.
+// In relaxAVX2 (split lanes, see its comment): Y0 the cells, Y2 their right
+// neighbours, Y1 their left ones, Y6 the right ones moved for the next
+// block's left, Y5 the previous block's. In the others: Y1/Z1 the right
+// neighbours row[j+1..], Y5/Z5 the previous block's, Y2/Z2 the left
+// neighbours row[j−1..], Y0/Z0 the sum.
 
 // 0.2, the float64 nearest to it (the Go constant 0.2).
 DATA fifth<>+0(SB)/8, $0x3FC999999999999A
 GLOBL fifth<>(SB), RODATA|NOPTR, $8
-
-// evenLanes selects lanes 0 and 2 for VMASKMOVPD (the sign bit of each).
-DATA evenLanes<>+0(SB)/8, $0x8000000000000000
-DATA evenLanes<>+8(SB)/8, $0
-DATA evenLanes<>+16(SB)/8, $0x8000000000000000
-DATA evenLanes<>+24(SB)/8, $0
-GLOBL evenLanes<>(SB), RODATA|NOPTR, $32
 
 // absEven clears the sign of lanes 0 and 2 and the whole of lanes 1 and 3.
 DATA absEven<>+0(SB)/8, $0x7FFFFFFFFFFFFFFF
@@ -33,24 +29,34 @@ TEXT ·relaxAVX2(SB), NOSPLIT, $0-32
 	MOVQ         dn+16(FP), DX
 	MOVQ         blocks+24(FP), CX
 	VBROADCASTSD fifth<>(SB), Y7
-	VMOVDQU      evenLanes<>(SB), Y6
-	VBROADCASTSD -8(DI), Y5          // lane 2 is row[−1], the first left neighbour
+	VBROADCASTSD -8(DI), Y5          // lane 0 is row[−1], the first left neighbour
 	XORQ         SI, SI
 
 avx2loop:
-	VMOVUPD    8(DI)(SI*1), Y1       // R = row[j+1 .. j+4]
-	VPERM2F128 $0x21, Y1, Y5, Y2     // L = row[j−1 .. j+2]: Y5's high half, Y1's low
-	VMOVUPD    (DI)(SI*1), Y0        // row[j .. j+3]
-	VADDPD     (AX)(SI*1), Y0, Y0    // + up
-	VADDPD     (DX)(SI*1), Y0, Y0    // + dn
-	VADDPD     Y2, Y0, Y0            // + left
-	VADDPD     Y1, Y0, Y0            // + right
-	VMULPD     Y7, Y0, Y0            // * 0.2
-	VMASKMOVPD Y0, Y6, (DI)(SI*1)    // lanes 0 and 2 only
-	VMOVAPD    Y1, Y5
-	ADDQ       $32, SI
-	DECQ       CX
-	JNZ        avx2loop
+	VMOVUPD      (DI)(SI*1), Y0      // row[j .. j+3]
+	VMOVUPD      32(DI)(SI*1), Y1    // row[j+4 .. j+7]
+	VUNPCKHPD    Y1, Y0, Y2          // R = row[j+1, j+5, j+3, j+7]
+	VUNPCKLPD    Y1, Y0, Y0          // C = row[j, j+4, j+2, j+6]
+	VMOVUPD      (AX)(SI*1), Y3
+	VUNPCKLPD    32(AX)(SI*1), Y3, Y3 // up at C's columns
+	VMOVUPD      (DX)(SI*1), Y4
+	VUNPCKLPD    32(DX)(SI*1), Y4, Y4 // dn at C's columns
+	VPERMPD      $0x4B, Y2, Y6       // row[j+7, j+3, j+1, j+5]
+	VBLENDPD     $1, Y5, Y6, Y1      // L = row[j−1, j+3, j+1, j+5]: lane 0 from the previous block
+	VMOVAPD      Y6, Y5
+	VADDPD       Y3, Y0, Y0          // C + up
+	VADDPD       Y4, Y0, Y0          // + dn
+	VADDPD       Y1, Y0, Y0          // + left
+	VADDPD       Y2, Y0, Y0          // + right
+	VMULPD       Y7, Y0, Y0          // * 0.2
+	VEXTRACTF128 $1, Y0, X3
+	VMOVLPD      X0, (DI)(SI*1)      // row[j]
+	VMOVHPD      X0, 32(DI)(SI*1)    // row[j+4]
+	VMOVLPD      X3, 16(DI)(SI*1)    // row[j+2]
+	VMOVHPD      X3, 48(DI)(SI*1)    // row[j+6]
+	ADDQ         $64, SI
+	DECQ         CX
+	JNZ          avx2loop
 	VZEROUPPER
 	RET
 
@@ -61,7 +67,6 @@ TEXT ·relaxResAVX2(SB), NOSPLIT, $0-40
 	MOVQ         dn+16(FP), DX
 	MOVQ         blocks+24(FP), CX
 	VBROADCASTSD fifth<>(SB), Y7
-	VMOVDQU      evenLanes<>(SB), Y6
 	VMOVDQU      absEven<>(SB), Y8
 	VXORPD       Y9, Y9, Y9          // the largest change so far, per lane
 	VBROADCASTSD -8(DI), Y5
@@ -76,7 +81,9 @@ avx2resloop:
 	VADDPD     Y2, Y3, Y3
 	VADDPD     Y1, Y3, Y3
 	VMULPD     Y7, Y3, Y3            // new
-	VMASKMOVPD Y3, Y6, (DI)(SI*1)
+	VEXTRACTF128 $1, Y3, X10
+	VMOVSD     X3, (DI)(SI*1)
+	VMOVSD     X10, 16(DI)(SI*1)
 	VSUBPD     Y0, Y3, Y4            // new − old
 	VANDPD     Y8, Y4, Y4            // |new − old| in lanes 0 and 2, +0 in 1 and 3
 	VMAXPD     Y9, Y4, Y9            // NaN in Y4 (first source) keeps Y9

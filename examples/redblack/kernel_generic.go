@@ -23,4 +23,6 @@ var kernel = kernGo
 func setKernel(k int) bool { return k == kernGo }
 
 // vecBlocks reports no vector blocks: there is no vector kernel here.
-func vecBlocks(up, row, dn []float64, j0 int) (blocks, span int) { return 0, 0 }
+func vecBlocks(up, row, dn []float64, j0 int, res bool) (blocks, span, reach int) {
+	return 0, 0, 0
+}

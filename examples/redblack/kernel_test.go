@@ -142,8 +142,9 @@ func TestKernelBlocks(t *testing.T) {
 	forKernels(t, func(t *testing.T) {
 		for _, n := range []int{514, 2050, 11} {
 			row := make([]float64, n)
-			for j0 := 1; j0 <= 2; j0++ {
-				blocks, span := vecBlocks(row, row, row, j0)
+			for j, res := 0, false; j < 4; j, res = j+1, !res {
+				j0 := 1 + j/2
+				blocks, span, reach := vecBlocks(row, row, row, j0, res)
 				if kernel == kernGo {
 					if blocks != 0 {
 						t.Fatalf("portable kernel reports %d blocks", blocks)
@@ -151,11 +152,11 @@ func TestKernelBlocks(t *testing.T) {
 					continue
 				}
 				last := j0 + span*blocks // first column left to Go
-				if last > n-1 && blocks > 0 {
-					t.Fatalf("n=%d j0=%d: %d blocks of %d read column %d, past the boundary %d", n, j0, blocks, span, last, n-1)
+				if read := last - 1 + reach; read > n-1 && blocks > 0 {
+					t.Fatalf("n=%d j0=%d res=%v: %d blocks of %d read column %d, past the boundary %d", n, j0, res, blocks, span, read, n-1)
 				}
 				if left := (n - last) / 2; left > span/2 {
-					t.Fatalf("n=%d j0=%d: %d blocks of %d leave %d cells to Go", n, j0, blocks, span, left)
+					t.Fatalf("n=%d j0=%d res=%v: %d blocks of %d leave %d cells to Go", n, j0, res, blocks, span, left)
 				}
 			}
 		}
