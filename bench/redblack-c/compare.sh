@@ -14,10 +14,11 @@
 # command's default). C: gcc -O3 -march=native; OpenMP and MPI settings are
 # the libraries' defaults, except for Open MPI: --bind-to none (so that
 # neither side is pinned) and mpi_yield_when_idle 0 (see OMPI_RUN below).
-# Raw result lines go to bin/results-<n>-<iters>.txt, with the round trip
-# between the first two CPUs after each round (bin/rtt): on a virtual
-# machine the host may move its CPUs, and two on SMT siblings of one core
-# (the shortest trips) slow every parallel program down.
+# Raw result lines go to bin/results-<n>-<iters>.txt, with the cross-core
+# time between the first two CPUs after each round (bin/corelat, built from
+# internal/cmd/corelat): on a virtual machine the host may move its CPUs,
+# and two on SMT siblings of one core (the shortest times) slow every
+# parallel program down.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -36,6 +37,7 @@ done
 GO=${GO:-go}
 make -s
 $GO build -o bin/redblack-go ../../examples/redblack
+$GO build -o bin/corelat ../../internal/cmd/corelat
 if [ "$(id -u)" = 0 ]; then
 	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
@@ -91,11 +93,11 @@ for ((r = 0; r < RUNS; r++)); do
 		fi
 		echo "$line label=$label round=$r" >>"$out"
 	done
-	# How far apart the two CPUs were in this round (see rtt.c).
-	echo "rtt round=$r $(bin/rtt)" >>"$out"
+	# How far apart the two CPUs were in this round (internal/cmd/corelat).
+	echo "corelat round=$r $(bin/corelat 2>&1)" >>"$out"
 done
 echo "# load at end:$(uptime | sed 's/.*load average://')"
-echo "# CPU round trip after each round:$(awk '$1 == "rtt" { sub("rtt_ns=", "", $3); printf " %s ns", $3 }' "$out")"
+echo "# cross-core one-way time (p50) after each round:$(awk '$1 == "corelat" { for (i = 1; i < NF; i++) if ($i == "p50") printf " %s ns", $(i + 1) }' "$out")"
 
 # The table. Every line's residual and hash must equal the C seq's (or the
 # first line's if seq was not run).
