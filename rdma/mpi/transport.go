@@ -1399,9 +1399,14 @@ func (t *Transport) testOps() int {
 
 // poller polls MPI when nobody calls Progress, so that the peers' Bind,
 // Put and Get are answered while this process computes or sleeps: every
-// 20 µs after activity, backing off to 2 ms when idle.
+// 20 µs after activity, backing off to 2 ms when idle; while Progress is
+// called it only looks whether it still is, backing off to 20 ms.
 func (t *Transport) poller() {
-	const least, most = 20 * time.Microsecond, 2 * time.Millisecond
+	// driven is the longest period while someone else calls Progress:
+	// each wake-up of the poller is a thread woken on a machine whose
+	// cores the workers keep busy, and on 2 cores it preempted a worker
+	// (about 500 times a second at 2 ms).
+	const least, most, driven = 20 * time.Microsecond, 2 * time.Millisecond, 20 * time.Millisecond
 	delay := least
 	tm := time.NewTimer(delay)
 	defer tm.Stop()
@@ -1416,7 +1421,7 @@ func (t *Transport) poller() {
 			// that someone may call Progress only now and then while
 			// peers wait for answers.
 			t.polled.Store(false)
-			delay = min(2*delay, most)
+			delay = min(2*delay, driven)
 		} else if cmpi.TryLock() {
 			n := 0
 			if !t.closed.Load() {
