@@ -68,9 +68,13 @@
 // has what each way measured.
 //
 // MPI-3 RMA (a dynamic window, MPI_Win_attach per registration, MPI_Put +
-// MPI_Win_flush) is not built: bench/osu-c's osu_rv_put measures it
-// beside point-to-point (osu_bw, osu_rv_rtr, osu_rv_late) over the same
-// MPI, and BENCHMARKS.md (issue 17, 2026-11-27) says what it showed.
+// MPI_Win_flush) is not built. Measured in C beside point-to-point over
+// the same MPI (bench/osu-c's osu_rv_put against osu_bw, 1 MiB;
+// BENCHMARKS.md, issue 17, 2026-11-27): MPICH 4.0.2 puts into a dynamic
+// window at 0.075× its point-to-point bandwidth, Open MPI 4.1.4 at 1.10×
+// with one flush per window of 64, where fibermpi would need a flush (or
+// a batched notification) per message besides. Point-to-point already
+// moves the bytes in one copy between the pinned buffers.
 //
 // # Lanes
 //
