@@ -3,8 +3,8 @@
 package mpi
 
 /*
-#cgo noescape fmpi_send_now
-#cgo nocallback fmpi_send_now
+#cgo noescape fmpi_send
+#cgo nocallback fmpi_send
 #cgo noescape fmpi_poll
 #cgo nocallback fmpi_poll
 #cgo noescape fmpi_ring_cycle
@@ -50,13 +50,17 @@ func (r *Ring) Cycle(max int) (int, error) {
 	return int(n), check("MPI_Test", code)
 }
 
-// Poll is one poll in one cgo call: it retires q's completed sends and
-// then does what Cycle does, returning the complete slots.
-func (r *Ring) Poll(q *SendQ, max int) (int, error) {
+// Poll is one poll in one cgo call: it retires q's completed sends once
+// a batch of them is active, then does what Cycle does, returning the
+// complete slots. When none is complete it tests the head again, up to
+// spin more times, returning as soon as one completes: a poller that
+// waits for a message passes spin > 0 to see it within one MPI_Test of
+// its arrival rather than one cgo call (while holding the lock longer).
+func (r *Ring) Poll(q *SendQ, max, spin int) (int, error) {
 	// Safety: q.q and r.r are C memory (fmpi_sendq_new, fmpi_ring_new),
 	// never freed while the ring is in use; passed as integers, they are
 	// not Go pointers for cgo to check, and C gets no Go pointer.
-	n := C.fmpi_poll(C.uintptr_t(uintptr(unsafe.Pointer(q.q))), C.uintptr_t(uintptr(unsafe.Pointer(r.r))), C.int(r.consumed), C.int(max))
+	n := C.fmpi_poll(C.uintptr_t(uintptr(unsafe.Pointer(q.q))), C.uintptr_t(uintptr(unsafe.Pointer(r.r))), C.int(r.consumed), C.int(max), C.int(spin))
 	r.consumed = 0
 	if r.r.err == C.MPI_SUCCESS {
 		return int(n), nil
@@ -112,10 +116,12 @@ func NewSendQ(c Comm, slot int) (*SendQ, error) {
 }
 
 // Send copies head then body into one buffer and starts sending it to dest
-// with tag: one cgo call, no allocation on the Go side.
+// with tag: one cgo call, no allocation on the Go side. The send is not
+// tested here: Ring.Poll retires completed sends in batches, and Test does
+// at once.
 func (q *SendQ) Send(head, body []byte, dest, tag int) error {
 	// Safety: C copies both during the call and keeps neither pointer.
-	return check("MPI_Isend", C.fmpi_send_now(q.q, bufPtr(head), C.int(len(head)), bufPtr(body), C.int(len(body)), C.int(dest), C.int(tag)))
+	return check("MPI_Isend", C.fmpi_send(q.q, bufPtr(head), C.int(len(head)), bufPtr(body), C.int(len(body)), C.int(dest), C.int(tag)))
 }
 
 // Test retires completed sends and returns how many are still active.

@@ -18,6 +18,8 @@ const (
 	// DefaultMaxQueue is how many sends may be in flight (started, not
 	// completed by MPI) before Send returns rdma.ErrAgain.
 	DefaultMaxQueue = 1024
+	// DefaultSpin is Config.Spin's default.
+	DefaultSpin = 16
 )
 
 // Config describes a transport. Exchange and Layout are required; every
@@ -46,6 +48,13 @@ type Config struct {
 	Ring int
 	// MaxQueue bounds the sends in flight; 0 means DefaultMaxQueue.
 	MaxQueue int
+	// Spin is how many more times a Progress that follows two empty ones
+	// tests the receive ring, inside one cgo call, before it returns
+	// empty: a waiting caller then sees a message within one MPI_Test of
+	// its arrival instead of one round of the Go side, at the cost of
+	// holding the MPI lock that much longer. 0 means DefaultSpin; -1
+	// means none.
+	Spin int
 	// Logf logs what the transport drops (malformed messages) and lost
 	// peers; nil means log.Printf.
 	Logf func(format string, args ...any)
@@ -72,6 +81,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxQueue == 0 {
 		c.MaxQueue = DefaultMaxQueue
+	}
+	if c.Spin == 0 {
+		c.Spin = DefaultSpin
 	}
 	if c.Logf == nil {
 		c.Logf = log.Printf
@@ -119,11 +131,14 @@ func (c Config) Validate() error {
 	if c.MaxQueue < 1 {
 		return invalid("MaxQueue %d", c.MaxQueue)
 	}
+	if c.Spin < -1 || c.Spin > 1<<20 {
+		return invalid("Spin %d (at most -1 to 1<<20)", c.Spin)
+	}
 	return nil
 }
 
 // String prints the effective configuration.
 func (c Config) String() string {
 	c = c.withDefaults()
-	return fmt.Sprintf("mpi.Config{Peers: %v, PayloadSize: %d, Ring: %d, MaxQueue: %d}", c.Peers, c.PayloadSize, c.Ring, c.MaxQueue)
+	return fmt.Sprintf("mpi.Config{Peers: %v, PayloadSize: %d, Ring: %d, MaxQueue: %d, Spin: %d}", c.Peers, c.PayloadSize, c.Ring, c.MaxQueue, c.Spin)
 }

@@ -30,44 +30,61 @@
 // its ring slot straight into the receive's buffer when nothing that came
 // before it waits for delivery. A hot operation is one cgo call (a send;
 // a Progress with nothing new, which also takes no lock but MPI's and
-// allocates nothing).
+// allocates nothing). A send is not tested after MPI_Isend: a poll
+// retires completed sends with one MPI_Testsome once 16 are active. A
+// Progress that follows two empty ones tests the ring's head up to
+// Config.Spin more times inside its cgo call, returning as soon as a
+// message is in: a waiting caller then sees a message within one
+// MPI_Test of its arrival, not within one round of the Go side and a cgo
+// transition.
 //
-// Put and Get are MPI point-to-point on the owner's (Put) or caller's
-// (Get) data tag, straight from and into the pinned Go buffers (no copy
-// on either side; MPI's own rendezvous moves large ones in one copy): a
-// Put sends its head on the control tag and the bytes on the data tag;
-// the owner posts the receive into the registration and answers at once,
-// so the answer travels while the bytes do. The Put returns when the
-// answer is there and its MPI_Isend has completed (src may be reused).
-// What the sender sends after it (the endpoint layer's Done, which tells
-// the owner the bytes are there) waits at the owner, in its ring, until
-// the receives of that sender's Puts posted before it have completed. A Get asks, the owner answers and sends the
-// bytes. Heads and bytes pair up because a process sends each pair under
-// the lock and MPI keeps the order of one source and tag.
+// Put and Get are MPI point-to-point, straight from and into the pinned Go
+// buffers (no copy on either side; MPI's own rendezvous moves large ones
+// in one copy). A Put sends its head on the control tag and the bytes on
+// the owner's data tag; the owner posts the receive into the
+// registration and answers at once, so the answer travels while the
+// bytes do. The Put returns when the answer is there and its MPI_Isend
+// has completed (src may be reused). What the sender sends after it (the
+// endpoint layer's Done, which tells the owner the bytes are there) waits
+// at the owner, in its ring, until the receives of that sender's Puts
+// posted before it have completed. A Get asks, the owner answers and
+// sends the bytes on the caller's data tag. Heads and bytes pair up
+// because a process sends each pair under the lock and MPI keeps the
+// order of one source and tag.
 //
-// StartPut (rdma.PutStarter) is the same Put without the wait: it sends
-// the head and starts the bytes' MPI_Isend, and the Progress that finds
-// the answer in and the send complete calls the Put's PutDone (src stays
-// pinned until then). The endpoint layer starts each rendezvous Put from
-// the RTR's delivery this way and sends the Done from PutDone, so a window
-// of large sends has all its transfers in flight at once, as raw MPI's
-// does; with the synchronous Put, one transfer per process moved at a
-// time, each paying the answer's trip and both sides' polls (0.53–0.93×
-// raw MPI's 1 MiB bandwidth; BENCHMARKS.md, issue 17, has the figures
-// since).
+// StartPut (rdma.PutStarter) is a Put nobody waits for, and its bytes go
+// only once their receive is posted: it sends the head (kPutAsk); the
+// owner posts the receive into the registration on its put tag and
+// answers kPutGo; the poll that finds kPutGo starts the bytes' MPI_Isend;
+// the owner answers again once the bytes are in, and the Progress that
+// finds that answer and the send complete calls the Put's PutDone (src
+// stays pinned until then). A Put the owner refuses (no such
+// registration) sends no bytes. The endpoint layer starts each
+// rendezvous Put from the RTR's delivery this way and sends the Done from
+// PutDone, so a window of large sends has all its transfers in flight at
+// once, as raw MPI's does. Sending the bytes only after kPutGo costs a
+// control message per Put and keeps them from reaching the owner's MPI
+// before their receive (an unexpected message); BENCHMARKS.md (issue 17)
+// has what each way measured.
 //
 // MPI-3 RMA (a dynamic window, MPI_Win_attach per registration, MPI_Put +
-// MPI_Win_flush) is not built: with the Puts overlapped, point-to-point
-// moves the bytes in one copy straight between the pinned buffers already
-// (MPI's own rendezvous for large ones), and RMA would add a window
-// attach per registration and a flush per Put to reach the same.
+// MPI_Win_flush) is not built. Measured in C beside point-to-point over
+// the same MPI (bench/osu-c's osu_rv_put against osu_bw, 1 MiB;
+// BENCHMARKS.md, issue 17, 2026-11-27): MPICH 4.0.2 puts into a dynamic
+// window at 0.075× its point-to-point bandwidth, Open MPI 4.1.4 at 1.10×
+// with one flush per window of 64, where fibermpi would need a flush (or
+// a batched notification) per message besides. Point-to-point already
+// moves the bytes in one copy between the pinned buffers.
 //
 // # Lanes
 //
 // Several transports of one process (the tests) each get a lane: control
-// tag 2·lane; the data tag is per transport, 2·generation+1, so that the
-// bytes of a Put a closed transport never took cannot match a receive of
-// the next. A closed transport's ring keeps its receives posted
+// tag 2·lane; the data and put tags are per transport, 4·generation+1
+// and 4·generation+3, so that the bytes of a Put a closed transport never
+// took cannot match a receive of the next. Started Puts' bytes have a tag
+// of their own because they go in the order of the owner's kPutGo
+// answers, not of the heads: on the data tag they could pair with the
+// receive of a Get's answer from the same process. A closed transport's ring keeps its receives posted
 // (cancelling them was unsafe on MPICH 4.0.2) and passes with its lane to
 // the next transport the process makes, with a new generation: messages
 // for an earlier generation are dropped. Sends and transfers a closed

@@ -63,8 +63,16 @@ func (p place) ctrlTag() int { return 2 * p.lane }
 
 // dataTag is per generation, not per lane: a Put's bytes that a closed
 // transport never received must not match a receive of the next
-// transport on its lane.
-func (p place) dataTag() int { return 2*int(p.gen) + 1 }
+// transport on its lane. It carries the bytes of Put and of Get's
+// answers, sent with (or right after) the message that makes the
+// receiver post their receive, so each sender's bytes are posted for in
+// the order it sends them.
+func (p place) dataTag() int { return 4*int(p.gen) + 1 }
+
+// putTag carries the bytes of started Puts (kPutAsk), sent only once the
+// owner has posted their receive (kPutGo): in the order of the answers,
+// not of the requests, so apart from dataTag's.
+func (p place) putTag() int { return 4*int(p.gen) + 3 }
 
 // Lanes and generations of this process's transports. A closed
 // transport's ring (its receives stay posted: internal/mpi's fmpi.h says
@@ -83,12 +91,12 @@ type spareRing struct {
 }
 
 // takeLane returns a spare ring of n slots of s bytes and its lane, or a
-// new lane (ring nil), with a fresh generation (24 bits, never 0; its data
-// tag 2·gen+1 at most tagUB).
+// new lane (ring nil), with a fresh generation (24 bits, never 0; its put
+// tag 4·gen+3 at most tagUB).
 func takeLane(n, s, tagUB int) (*cmpi.Ring, int, uint32) {
 	laneMu.Lock()
 	defer laneMu.Unlock()
-	gens = gens%uint32(min(1<<24-1, max((tagUB-1)/2, 1))) + 1
+	gens = gens%uint32(min(1<<24-1, max((tagUB-3)/4, 1))) + 1
 	for i, sp := range spare {
 		if sp.n == n && sp.s == s {
 			spare = slices.Delete(spare, i, i+1)
@@ -142,6 +150,7 @@ type waiter struct {
 
 	// A started Put's.
 	async   rdma.PutDone
+	src     []byte          // its bytes, until kPutGo says to send them (under the MPI lock)
 	pin     *runtime.Pinner // pins its source; nil when empty (or kept pinned by Close)
 	region  rdma.Region     // for its bounds error
 	off     uint64
@@ -176,7 +185,7 @@ type op struct {
 	from int      // for a Put's bytes: the sender's MPI rank + 1 (0: not a Put's)
 }
 
-// lateAck is the answer to a started Put (kPutLate), sent once the last of
+// lateAck is the answer to a started Put (kPutAsk), sent once the last of
 // its receives completes.
 type lateAck struct {
 	c    *ctl
@@ -240,6 +249,9 @@ type Transport struct {
 	reqs          []cmpi.Request
 	idx           []int32
 	inPut         map[int]int // by MPI rank: receives of that rank's Put bytes in flight
+	// idle counts Progress's polls in a row that found nothing: from the
+	// third on, a poll spins in C (Config.Spin).
+	idle int
 
 	mu     sync.Mutex           // Bind, Unbind, Close
 	dir    addrdir.Dir[binding] // this process's bound addresses
@@ -641,7 +653,7 @@ func (t *Transport) await(w *waiter) error {
 	for spin := 0; !w.done.Load(); spin++ {
 		if cmpi.TryLock() {
 			if !t.closed.Load() {
-				t.pollLocked(packet.NoWorker)
+				t.pollLocked(packet.NoWorker, 0)
 			}
 			cmpi.Unlock()
 		}
@@ -796,9 +808,12 @@ func (t *Transport) Put(owner rdma.Addr, r rdma.Region, off uint64, src []byte) 
 }
 
 // StartPut starts a Put of src into the region r of owner at off and
-// returns at once (pending true): the head and the bytes are on their way
-// as for Put, and done.PutDone is called from the Progress that finds the
-// owner's answer in and MPI done with src (or from Close). src stays
+// returns at once (pending true): its head goes to the owner, which posts
+// the bytes' receive and says so (kPutGo); the bytes go then, from the
+// poll that finds that answer, so they always meet a posted receive.
+// done.PutDone is called from the Progress that finds the owner's last
+// answer in (the bytes are in the region) and MPI done with src (or from
+// Close). src stays
 // pinned until then. An owner in this process is copied to at once
 // (pending false), and so is a failure found before anything was sent.
 func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []byte, done rdma.PutDone) (bool, error) {
@@ -814,7 +829,11 @@ func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []b
 		w.pin = new(runtime.Pinner)
 		w.pin.Pin(&src[0])
 	}
-	if err := t.call(p, &ctl{kind: kPutLate, addr: uint32(owner), key: r.Key, tag: r.Addr, off: off, n: uint64(len(src))}, src, w); err != nil {
+	// The bytes wait for the owner's kPutGo: sent before their receive
+	// is posted, they would reach the owner's MPI as an unexpected
+	// message.
+	w.src = src
+	if err := t.call(p, &ctl{kind: kPutAsk, addr: uint32(owner), key: r.Key, tag: r.Addr, off: off, n: uint64(len(src))}, nil, w); err != nil {
 		if w.pin != nil {
 			w.pin.Unpin()
 		}
@@ -893,7 +912,16 @@ func (t *Transport) Progress(w int) int {
 	if cmpi.TryLock() {
 		if !t.closed.Load() {
 			t.direct = true
-			n = t.pollLocked(w)
+			spin := 0
+			if t.idle >= 2 {
+				spin = max(t.cfg.Spin, 0)
+			}
+			n = t.pollLocked(w, spin)
+			if n == 0 {
+				t.idle++
+			} else {
+				t.idle = 0
+			}
 			held = t.dheld
 			t.direct, t.dheld = false, false
 		}
@@ -968,10 +996,12 @@ func (t *Transport) deliver(w int) int {
 const maxBatch = 32
 
 // pollLocked retires completed sends, turns the complete ring slots into
-// arrivals (or answers them), and completes data transfers. The caller
-// holds the MPI lock. It returns the number of events handled.
-func (t *Transport) pollLocked(w int) int {
-	k, err := t.ring.Poll(t.sendq, maxBatch)
+// arrivals (or answers them), and completes data transfers. When the ring
+// has nothing, the poll tests its head up to spin more times before it
+// returns (cmpi.Ring.Poll). The caller holds the MPI lock. It returns the
+// number of events handled.
+func (t *Transport) pollLocked(w, spin int) int {
+	k, err := t.ring.Poll(t.sendq, maxBatch, spin)
 	if err != nil {
 		t.cfg.Logf("mpi: process %d: %v", t.rank, err)
 	}
@@ -1025,6 +1055,7 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 		if wt := t.waits[c.id]; wt != nil {
 			delete(t.waits, c.id)
 			wt.code, wt.acked = c.code, true
+			wt.src = nil // a refused kPutAsk's bytes are never sent
 			t.finish(wt)
 		}
 	case kGetAck:
@@ -1048,8 +1079,64 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 			}
 		}
 		t.finish(wt)
-	case kPut, kPutLate:
-		late := c.kind == kPutLate
+	case kPutGo:
+		wt := t.waits[c.id]
+		if wt == nil || wt.src == nil {
+			break
+		}
+		src := wt.src
+		wt.src = nil
+		for off := 0; off < len(src); off += cmpi.MaxMessage {
+			end := min(off+cmpi.MaxMessage, len(src))
+			r, err := t.comm.Isend(src[off:end], pl.rank, pl.putTag())
+			if err != nil {
+				// The owner waits for bytes that never come: the
+				// transport cannot go on with it.
+				wt.err = &PeerError{Rank: p, Err: err}
+				wt.left = 0
+				delete(t.waits, c.id)
+				t.settle(wt)
+				break
+			}
+			wt.left++
+			t.addOp(r, op{w: wt, last: end == len(src)})
+		}
+	case kPutAsk:
+		g, buf, st := t.lookup(&c)
+		ack := &ctl{kind: kPutAck, id: c.id, code: st}
+		if st != stOK || c.n == 0 {
+			// Refused before any byte moved (or none to move): the
+			// sender sends none.
+			if g != nil {
+				t.unbusy(g)
+			}
+			t.answer(pl, ack)
+			break
+		}
+		la := &lateAck{c: ack, to: pl, left: chunks(int(c.n))}
+		for off := uint64(0); off < c.n; off += cmpi.MaxMessage {
+			end := min(off+cmpi.MaxMessage, c.n)
+			r, err := t.comm.Irecv(buf[off:end], pl.rank, t.me.putTag())
+			if err != nil {
+				t.cfg.Logf("mpi: process %d: receiving a Put from process %d: %v", t.rank, p, err)
+				ack.code = stNoRegion
+				if off == 0 { // nothing posted: refuse it, no bytes come
+					t.unbusy(g)
+					t.answer(pl, ack)
+					la = nil
+				}
+				break
+			}
+			o := op{ack: la, last: end == c.n}
+			if o.last {
+				o.reg = g
+			}
+			t.addOp(r, o)
+		}
+		if la != nil {
+			t.answer(pl, &ctl{kind: kPutGo, id: c.id})
+		}
+	case kPut:
 		g, buf, st := t.lookup(&c)
 		var junk *discard
 		if st != stOK {
@@ -1061,10 +1148,6 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 			}
 		}
 		ack := &ctl{kind: kPutAck, id: c.id, code: st}
-		var la *lateAck
-		if late {
-			la = &lateAck{c: ack, to: pl, left: chunks(int(c.n))}
-		}
 		if c.n == 0 {
 			if g != nil {
 				t.unbusy(g)
@@ -1085,22 +1168,16 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 				t.cfg.Logf("mpi: process %d: receiving a Put from process %d: %v", t.rank, p, err)
 				ack.code = stNoRegion
 			}
-			o := op{last: end == c.n, junk: junk, ack: la}
+			o := op{last: end == c.n, junk: junk, from: src + 1}
 			if o.last {
 				o.reg = g
 			}
-			if !late {
-				o.from = src + 1
-				t.inPut[src]++
-			}
+			t.inPut[src]++
 			t.addOp(r, o)
 		}
 		// The sender's Put returns once this answer is there and its own
-		// send has completed (MPI's completion: the bytes are taken). A
-		// started Put's answer goes when the bytes are in (testOps).
-		if !late {
-			t.answer(pl, ack)
-		}
+		// send has completed (MPI's completion: the bytes are taken).
+		t.answer(pl, ack)
 	case kGet:
 		g, buf, st := t.lookup(&c)
 		t.answer(pl, &ctl{kind: kGetAck, id: c.id, code: st})
@@ -1322,9 +1399,14 @@ func (t *Transport) testOps() int {
 
 // poller polls MPI when nobody calls Progress, so that the peers' Bind,
 // Put and Get are answered while this process computes or sleeps: every
-// 20 µs after activity, backing off to 2 ms when idle.
+// 20 µs after activity, backing off to 2 ms when idle; while Progress is
+// called it only looks whether it still is, backing off to 20 ms.
 func (t *Transport) poller() {
-	const least, most = 20 * time.Microsecond, 2 * time.Millisecond
+	// driven is the longest period while someone else calls Progress:
+	// each wake-up of the poller is a thread woken on a machine whose
+	// cores the workers keep busy, and on 2 cores it preempted a worker
+	// (about 500 times a second at 2 ms).
+	const least, most, driven = 20 * time.Microsecond, 2 * time.Millisecond, 20 * time.Millisecond
 	delay := least
 	tm := time.NewTimer(delay)
 	defer tm.Stop()
@@ -1339,11 +1421,11 @@ func (t *Transport) poller() {
 			// that someone may call Progress only now and then while
 			// peers wait for answers.
 			t.polled.Store(false)
-			delay = min(2*delay, most)
+			delay = min(2*delay, driven)
 		} else if cmpi.TryLock() {
 			n := 0
 			if !t.closed.Load() {
-				n = t.pollLocked(packet.NoWorker)
+				n = t.pollLocked(packet.NoWorker, 0)
 			}
 			cmpi.Unlock()
 			if n > 0 || calls.Load() > 0 { // or a call of this process waits for an answer

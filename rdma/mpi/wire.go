@@ -21,20 +21,26 @@ import (
 //	      12..16 code: the answer's status
 //	      16..24 id: the request an answer is for
 //	      24..28 key, 32..40 off, 40..48 n, 48..56 tag: an access
+//
+// Bytes of a transfer travel as MPI messages of their own, not on the
+// control tag: a Put's (kPut) and a Get's answer on the receiver's data
+// tag, a started Put's (kPutAsk) on the owner's put tag, each after
+// kPutGo.
 const headSize = 64
 
 // Kinds of messages.
 const (
-	kPacket  = 1 + iota // a packet for an endpoint
-	kBind               // addr is bound now; answer kAck
-	kUnbind             // addr is not bound any more; answer kAck
-	kAck                // the answer to kBind, kUnbind
-	kPut                // n bytes for a region follow on the data tag; answer kPutAck once placed
-	kPutAck             // code
-	kGet                // send n bytes of a region; answer kGetAck, then (if ok) the bytes on the data tag
-	kGetAck             // code
-	kBye                // the sender closed its transport
-	kPutLate            // as kPut, but answer kPutAck only once the bytes are in the region
+	kPacket = 1 + iota // a packet for an endpoint
+	kBind              // addr is bound now; answer kAck
+	kUnbind            // addr is not bound any more; answer kAck
+	kAck               // the answer to kBind, kUnbind
+	kPut               // n bytes for a region follow on the data tag; answer kPutAck once placed
+	kPutAck            // code
+	kGet               // send n bytes of a region; answer kGetAck, then (if ok) the bytes on the data tag
+	kGetAck            // code
+	kBye               // the sender closed its transport
+	kPutAsk            // a started Put: answer kPutGo once the receive is posted, kPutAck once the bytes are in
+	kPutGo             // the receive of kPutAsk id's bytes is posted: send them on the put tag
 )
 
 // Status codes of answers.
