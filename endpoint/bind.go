@@ -49,8 +49,18 @@ func (p *Process) bind(cfg *fiber.Config) {
 		return
 	}
 	mine := allowed[p.nodeRank*share : (p.nodeRank+1)*share]
+	procs := runtime.GOMAXPROCS(0)
 	if bindThreads(mine) != nil {
 		return
 	}
+	// Since Go 1.25 the runtime lowers GOMAXPROCS, within a second, to the
+	// CPUs its threads may use, unless GOMAXPROCS was set. Bound to a share
+	// of one CPU, a process would be left with one P, held by its
+	// spinning worker: every other goroutine (the watchdogs, a
+	// collective's progress, the program's own) would then run only when
+	// the runtime preempts the worker, every 10 ms, each time handing the
+	// locked worker's P away and back. Setting it keeps the count the
+	// workers were planned with.
+	runtime.GOMAXPROCS(procs)
 	cfg.Pin, cfg.CPUs = true, mine[:workers]
 }

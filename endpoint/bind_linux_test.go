@@ -4,9 +4,11 @@ package endpoint_test
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"runtime"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -38,6 +40,16 @@ func TestProcessesBoundToOwnCPUs(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("%d processes reported their CPUs, want 2:\n%s", len(got), out)
 	}
+	procs := regexp.MustCompile(`rank (\d) GOMAXPROCS (\d+) before Init, (\d+) a while after`)
+	gp := procs.FindAllStringSubmatch(out, -1)
+	if len(gp) != 2 {
+		t.Fatalf("%d processes reported GOMAXPROCS, want 2:\n%s", len(gp), out)
+	}
+	for _, m := range gp {
+		if m[2] != m[3] {
+			t.Errorf("%s: binding lowered GOMAXPROCS (the runtime follows the affinity unless it is set)", m[0])
+		}
+	}
 	half := fmt.Sprint(set.Count() / 2)
 	if got[0][2] != half || got[1][2] != half || got[0][3] == got[1][3] {
 		t.Fatalf("want each process bound to %s CPUs of its own, got %q and %q", half, got[0][0], got[1][0])
@@ -54,11 +66,21 @@ func TestProcessesBoundToOwnCPUs(t *testing.T) {
 }
 
 func bindChild(t *testing.T) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		t.Fatal("GOMAXPROCS is set in the environment: the runtime then never changes it, and the check below could not fail")
+	}
+	// The testing package sets GOMAXPROCS (for -cpu), which stops the
+	// runtime's updates: restore them, as in a program's process.
+	runtime.SetDefaultGOMAXPROCS()
+	before := runtime.GOMAXPROCS(0)
 	p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Finalize()
+	// The runtime looks at the affinity at most once a second.
+	time.Sleep(1200 * time.Millisecond)
+	fmt.Printf("rank %d GOMAXPROCS %d before Init, %d a while after\n", p.Rank(), before, runtime.GOMAXPROCS(0))
 	runtime.LockOSThread() // read this thread's mask, not a random one's
 	defer runtime.UnlockOSThread()
 	var set unix.CPUSet
