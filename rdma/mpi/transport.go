@@ -591,21 +591,29 @@ func (t *Transport) call(p int, c *ctl, body []byte, w *waiter) error {
 		return &PeerError{Rank: p, Err: err}
 	}
 	t.waits[c.id] = w
-	for off := 0; off < len(body); off += cmpi.MaxMessage {
-		end := min(off+cmpi.MaxMessage, len(body))
-		r, err := t.comm.Isend(body[off:end], pl.rank, pl.dataTag())
+	t.sendChunks(w, c.id, p, body, pl.rank, pl.dataTag())
+	return nil
+}
+
+// sendChunks posts b to MPI rank rank on tag as chunks of at most
+// cmpi.MaxMessage, each an op of w (the last one marked), which counts
+// them in w.left already. When MPI refuses a chunk the peer would wait for
+// bytes that never come, so the transport cannot go on with it: w ends
+// with a *PeerError naming process p and leaves t.waits (as id), and the
+// rest is not sent. The caller holds the MPI lock.
+func (t *Transport) sendChunks(w *waiter, id uint64, p int, b []byte, rank, tag int) {
+	for off := 0; off < len(b); off += cmpi.MaxMessage {
+		end := min(off+cmpi.MaxMessage, len(b))
+		r, err := t.comm.Isend(b[off:end], rank, tag)
 		if err != nil {
-			// The peer will wait for bytes that never come: the
-			// transport cannot go on with it.
 			w.err = &PeerError{Rank: p, Err: err}
 			w.left = 0
-			delete(t.waits, c.id)
+			delete(t.waits, id)
 			t.settle(w)
-			return nil
+			return
 		}
-		t.addOp(r, op{w: w, last: end == len(body)})
+		t.addOp(r, op{w: w, last: end == len(b)})
 	}
-	return nil
 }
 
 // settle marks w done and queues a started Put's end for its PutDone,
@@ -1086,21 +1094,8 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 		}
 		src := wt.src
 		wt.src = nil
-		for off := 0; off < len(src); off += cmpi.MaxMessage {
-			end := min(off+cmpi.MaxMessage, len(src))
-			r, err := t.comm.Isend(src[off:end], pl.rank, pl.putTag())
-			if err != nil {
-				// The owner waits for bytes that never come: the
-				// transport cannot go on with it.
-				wt.err = &PeerError{Rank: p, Err: err}
-				wt.left = 0
-				delete(t.waits, c.id)
-				t.settle(wt)
-				break
-			}
-			wt.left++
-			t.addOp(r, op{w: wt, last: end == len(src)})
-		}
+		wt.left += chunks(len(src))
+		t.sendChunks(wt, c.id, p, src, pl.rank, pl.putTag())
 	case kPutAsk:
 		g, buf, st := t.lookup(&c)
 		ack := &ctl{kind: kPutAck, id: c.id, code: st}
