@@ -7,8 +7,6 @@ package mpi
 #cgo nocallback fmpi_send
 #cgo noescape fmpi_poll
 #cgo nocallback fmpi_poll
-#cgo noescape fmpi_ring_cycle
-#cgo nocallback fmpi_ring_cycle
 #cgo noescape fmpi_sendq_test
 #cgo nocallback fmpi_sendq_test
 #include "fmpi.h"
@@ -27,7 +25,7 @@ import (
 type Ring struct {
 	r        *C.fmpi_ring
 	slot     int
-	consumed int // complete slots consumed since the last Cycle
+	consumed int // complete slots consumed since the last Poll
 }
 
 // NewRing posts n receives of slot bytes each on c with tag.
@@ -40,19 +38,10 @@ func NewRing(c Comm, tag, n, slot int) (*Ring, error) {
 	return &Ring{r: r, slot: slot}, nil
 }
 
-// Cycle reposts the slots consumed since the last call and tests the ring
-// in order; it returns how many slots from the head are complete (at most
-// max). One cgo call.
-func (r *Ring) Cycle(max int) (int, error) {
-	var code C.int
-	n := C.fmpi_ring_cycle(r.r, C.int(r.consumed), C.int(max), &code)
-	r.consumed = 0
-	return int(n), check("MPI_Test", code)
-}
-
 // Poll is one poll in one cgo call: it retires q's completed sends once
-// a batch of them is active, then does what Cycle does, returning the
-// complete slots. When none is complete it tests the head again, up to
+// a batch of them is active, then reposts the slots consumed since the
+// last poll and tests the ring in order, returning how many slots from the
+// head are complete (at most max). When none is complete it tests the head again, up to
 // spin more times, returning as soon as one completes: a poller that
 // waits for a message passes spin > 0 to see it within one MPI_Test of
 // its arrival rather than one cgo call (while holding the lock longer).
@@ -69,7 +58,7 @@ func (r *Ring) Poll(q *SendQ, max, spin int) (int, error) {
 }
 
 // Slot returns the message in complete slot k (0 = the head) and the rank
-// of its sender. The bytes are C memory, valid until the next Cycle after
+// of its sender. The bytes are C memory, valid until the next Poll after
 // Consume. It reads the ring's C fields directly: no cgo call.
 func (r *Ring) Slot(k int) ([]byte, int) {
 	c := r.r
@@ -77,7 +66,7 @@ func (r *Ring) Slot(k int) ([]byte, int) {
 	// Safety: count and source are C arrays of c.n ints and mem is c.n
 	// slots of r.slot bytes, allocated by fmpi_ring_new and never freed;
 	// slot i's receive has completed (MPI has finished writing it) and
-	// it is reposted only by a later Cycle or Poll.
+	// it is reposted only by a later Poll.
 	n := int(*(*C.int)(unsafe.Add(unsafe.Pointer(c.count), i*int(unsafe.Sizeof(C.int(0))))))
 	src := int(*(*C.int)(unsafe.Add(unsafe.Pointer(c.source), i*int(unsafe.Sizeof(C.int(0))))))
 	n = min(max(n, 0), r.slot)
@@ -85,7 +74,7 @@ func (r *Ring) Slot(k int) ([]byte, int) {
 	return unsafe.Slice((*byte)(p), n), src
 }
 
-// Consume marks the first k complete slots consumed: the next Cycle
+// Consume marks the first k complete slots consumed: the next Poll
 // reposts them.
 func (r *Ring) Consume(k int) { r.consumed += k }
 
