@@ -237,9 +237,7 @@ func (e *engine) pendingInto(dst []*endpoint.Request) (out []*endpoint.Request, 
 	return dst, shm, ready
 }
 
-// base, waiter, done, collective and parts make *CollRequest a Waitable.
-func (q *CollRequest) base() *endpoint.Request { return nil }
-func (q *CollRequest) waiter() *fiber.Waiter   { return q.w }
+// parts and done make *CollRequest a Waitable.
 func (q *CollRequest) done() error {
 	if q.h != nil && !q.h.keep {
 		_, err := q.h.test()
@@ -247,7 +245,6 @@ func (q *CollRequest) done() error {
 	}
 	return q.complete()
 }
-func (q *CollRequest) collective() *CollRequest { return q }
 func (q *CollRequest) parts() (*endpoint.Request, *fiber.Waiter, *CollRequest) {
 	if q == nil {
 		return nil, nil, nil

@@ -151,19 +151,11 @@ func (q *Request[T]) Cancel() bool {
 	return q.r.Cancel()
 }
 
-// base, waiter, done, collective and parts make Request[T] a Waitable.
-func (q *Request[T]) base() *endpoint.Request {
-	if q == nil {
-		return nil
-	}
-	return q.r
-}
-func (q *Request[T]) waiter() *fiber.Waiter    { return q.w }
-func (q *Request[T]) done() error              { return q.finish().Err }
-func (q *Request[T]) collective() *CollRequest { return nil }
+// parts and done make Request[T] a Waitable.
 func (q *Request[T]) parts() (*endpoint.Request, *fiber.Waiter, *CollRequest) {
 	if q == nil {
 		return nil, nil, nil
 	}
 	return q.r, q.w, nil
 }
+func (q *Request[T]) done() error { return q.finish().Err }

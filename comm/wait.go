@@ -21,13 +21,11 @@ type Waitable interface {
 	// Done returns a channel closed when the request completes.
 	Done() <-chan struct{}
 
-	base() *endpoint.Request // a point-to-point request's, else nil
-	waiter() *fiber.Waiter   // the caller's
-	done() error             // the final error, once complete
-	collective() *CollRequest
-	// parts is base, waiter and collective in one call, for the loops
-	// of WaitAll over many requests.
+	// parts returns a point-to-point request's endpoint request (else
+	// nil), the caller's waiter, and a collective's *CollRequest (else
+	// nil): one call, for the loops over many requests.
 	parts() (*endpoint.Request, *fiber.Waiter, *CollRequest)
+	done() error // the final error, once complete
 }
 
 var (
@@ -40,19 +38,18 @@ func isNil(q Waitable) bool {
 	if q == nil {
 		return true
 	}
-	if c := q.collective(); c != nil {
-		return false
-	}
-	return q.base() == nil
+	b, _, c := q.parts()
+	return b == nil && c == nil
 }
 
 // complete reports, without blocking, whether q has completed (advancing a
 // collective).
 func complete(q Waitable) bool {
-	if c := q.collective(); c != nil {
+	b, _, c := q.parts()
+	if c != nil {
 		return c.isDone()
 	}
-	return q.base().Test()
+	return b.Test()
 }
 
 // WaitAll waits for every request (of any endpoints, element types and
@@ -92,7 +89,7 @@ func WaitAllContext(ctx context.Context, reqs ...Waitable) error {
 	// point-to-point requests complete on their own meanwhile.
 	if colls {
 		for _, q := range reqs {
-			if c := q.collective(); c != nil {
+			if _, _, c := q.parts(); c != nil {
 				if !bounded {
 					_ = c.Wait() // its error is collected below
 				} else if c.WaitContext(ctx) != nil && ctx.Err() != nil && !c.isDone() {
@@ -143,7 +140,7 @@ func WaitAnyContext(ctx context.Context, reqs ...Waitable) (int, error) {
 	var w *fiber.Waiter
 	for _, q := range reqs {
 		if !isNil(q) {
-			w = q.waiter()
+			_, w, _ = q.parts()
 			break
 		}
 	}
@@ -168,10 +165,10 @@ func WaitAnyContext(ctx context.Context, reqs ...Waitable) (int, error) {
 			if isNil(q) {
 				continue
 			}
-			c := q.collective()
+			b, _, c := q.parts()
 			switch {
 			case c == nil:
-				pend = append(pend, q.base())
+				pend = append(pend, b)
 			case c.h != nil && !c.h.keep:
 				handed = append(handed, c.h)
 			default:
