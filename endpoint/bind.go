@@ -11,7 +11,9 @@ import (
 // "core" (the default) gives each process an equal share of the CPUs they
 // may use, one block each, binds the process to its share and pins each of
 // its workers to one CPU of it, when every process's workers fit in its
-// share; "none" leaves the placement to the kernel. Open MPI binds by
+// share (when they fill it, the Go runtime's monitor thread, which then
+// shares a worker's CPU, runs at the lowest priority); "none" leaves the
+// placement and the priorities to the kernel. Open MPI binds by
 // default too (to a core for small jobs). Set Options.Fiber.Pin to place
 // the workers yourself.
 const EnvBind = "FIBERMPI_BIND"
@@ -31,7 +33,8 @@ const EnvBind = "FIBERMPI_BIND"
 // its worker, and a worker may be moved away from its caches. Bound, each
 // process's helper threads share its own CPUs. The share, not the workers'
 // CPUs alone, so that the process's own goroutines keep the CPUs it would
-// have had.
+// have had. When the workers fill the share, the runtime's monitor thread
+// runs at the lowest priority (demoteMonitor, bind_linux.go).
 func (p *Process) bind(cfg *fiber.Config) {
 	if cfg.Pin || p.nodeProcs < 2 || p.sharedOS || os.Getenv(EnvBind) == "none" {
 		return
@@ -63,4 +66,8 @@ func (p *Process) bind(cfg *fiber.Config) {
 	// workers were planned with.
 	runtime.GOMAXPROCS(procs)
 	cfg.Pin, cfg.CPUs = true, mine[:workers]
+	if workers == share {
+		// No CPU of the share is left for the runtime's own threads.
+		demoteMonitor()
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,4 +51,106 @@ func bindThreads(cpus []int) error {
 		}
 	}
 	return nil
+}
+
+// The Go runtime's monitor thread, sysmon, runs no goroutines: it wakes
+// now and then to take Ps back from long system calls, preempt goroutines
+// that run for 10 ms and poll the network. Its period is 20 µs at first
+// and whenever the program comes back from being wholly idle (a system
+// call or the end of a garbage collection wakes it), and doubles, up to
+// 10 ms, only after about 50 looks in a row found nothing to do. A
+// process bound to a share with no CPU beyond its workers' runs sysmon on
+// a worker's CPU, and each look takes that CPU from the worker. Measured
+// on the 2-vCPU machines (fmpirun -n 2, one CPU each; sched_switch
+// traces), a look took 15–20 µs every 100 µs for the first 5–10 ms after
+// Init and after each idle spell: in OSU's default run lengths, which
+// fall in that time, fmpi-osu's 8-byte message rate (mbw_mr) was half
+// and its latency a third longer (BENCHMARKS.md). At the lowest priority
+// (nice 19) sysmon still runs, but in the worker's pauses or at the end
+// of its time slice rather than at once: none of its work is urgent to a
+// process whose worker owns the CPU.
+const (
+	monitorNice  = 19
+	monitorLooks = 3                    // looks that must find the same thread alone in nanosleep
+	monitorWait  = 5 * time.Millisecond // the longest search
+)
+
+// demoteMonitor finds sysmon and lowers its priority to monitorNice, or
+// changes nothing if no thread can be told to be it. sysmon is the only
+// thread of a Go program that sleeps in nanosleep(2) (the runtime's
+// usleep); the search looks at every thread's system call in /proc until
+// one thread was found there alone monitorLooks times, and gives up if
+// another thread is ever seen there too (cgo code might sleep so). The
+// caller must be a running goroutine: while every P is idle, sysmon
+// sleeps in a futex instead.
+//
+// A thread the monitor starts inherits its priority, and an unprivileged
+// process cannot raise it again. The monitor starts one only when it
+// hands a P it took back from a system call to new work and no thread is
+// idle; TestProcessesBoundToOwnCPUs checks that after an idle spell of a
+// second, long enough for the monitor to take the sleeping worker's P,
+// it is still the only thread at monitorNice.
+func demoteMonitor() {
+	self := unix.Gettid()
+	var looks [][]int
+	for start := time.Now(); time.Since(start) < monitorWait; {
+		tids, err := sleepingThreads(self)
+		if err != nil {
+			return
+		}
+		looks = append(looks, tids)
+		if tid, done := pickMonitor(looks); done {
+			if tid >= 0 {
+				_ = unix.Setpriority(unix.PRIO_PROCESS, tid, monitorNice)
+			}
+			return
+		}
+	}
+}
+
+// sleepingThreads returns the threads of this process, other than self,
+// that are in nanosleep(2) or clock_nanosleep(2) now.
+func sleepingThreads(self int) ([]int, error) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil || tid == self {
+			continue
+		}
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/syscall")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		nr, _, _ := strings.Cut(string(b), " ")
+		if n, err := strconv.Atoi(nr); err == nil && (n == unix.SYS_NANOSLEEP || n == unix.SYS_CLOCK_NANOSLEEP) {
+			out = append(out, tid)
+		}
+	}
+	return out, nil
+}
+
+// pickMonitor decides from the looks so far (each the threads found in
+// nanosleep): done with the thread found alone in monitorLooks looks,
+// done with -1 once a look found another thread there too, and not done
+// otherwise. Looks that found nothing (sysmon was awake) do not count.
+func pickMonitor(looks [][]int) (tid int, done bool) {
+	tid, hits := -1, 0
+	for _, l := range looks {
+		switch {
+		case len(l) == 0:
+		case len(l) > 1 || (tid >= 0 && l[0] != tid):
+			return -1, true
+		default:
+			tid = l[0]
+			hits++
+		}
+	}
+	if hits >= monitorLooks {
+		return tid, true
+	}
+	return -1, false
 }

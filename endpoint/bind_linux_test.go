@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -54,6 +55,22 @@ func TestProcessesBoundToOwnCPUs(t *testing.T) {
 	if got[0][2] != half || got[1][2] != half || got[0][3] == got[1][3] {
 		t.Fatalf("want each process bound to %s CPUs of its own, got %q and %q", half, got[0][0], got[1][0])
 	}
+	// With one worker filling a share of one CPU, the runtime's monitor
+	// thread, and no other, runs at nice 19; with a CPU to spare, none.
+	niced := regexp.MustCompile(`rank (\d) has (\d+) threads at nice 19`)
+	nm := niced.FindAllStringSubmatch(out, -1)
+	if len(nm) != 2 {
+		t.Fatalf("%d processes reported their threads' priorities, want 2:\n%s", len(nm), out)
+	}
+	want := "0"
+	if set.Count()/2 == 1 {
+		want = "1"
+	}
+	for _, m := range nm {
+		if m[2] != want {
+			t.Errorf("%s, want %s (the monitor thread when the worker fills the share)", m[0], want)
+		}
+	}
 	out, err = fmpitest.RunTest(t, 2, fmpitest.Options{Env: []string{endpoint.EnvBind + "=none"}})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -61,6 +78,11 @@ func TestProcessesBoundToOwnCPUs(t *testing.T) {
 	for _, m := range line.FindAllStringSubmatch(out, -1) {
 		if m[2] != fmt.Sprint(set.Count()) {
 			t.Errorf("with %s=none: %q, want all %d CPUs", endpoint.EnvBind, m[0], set.Count())
+		}
+	}
+	for _, m := range niced.FindAllStringSubmatch(out, -1) {
+		if m[2] != "0" {
+			t.Errorf("with %s=none: %s, want 0", endpoint.EnvBind, m[0])
 		}
 	}
 }
@@ -94,4 +116,25 @@ func bindChild(t *testing.T) {
 		}
 	}
 	fmt.Printf("rank %d bound to %d CPUs, first %d\n", p.Rank(), set.Count(), first)
+	fmt.Printf("rank %d has %d threads at nice 19\n", p.Rank(), nicedThreads(t, 19))
+}
+
+// nicedThreads counts the threads of this process whose nice value is nice.
+func nicedThreads(t *testing.T, nice int) int {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			continue
+		}
+		// getpriority(2) returns 20 − nice on Linux.
+		if prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err == nil && 20-prio == nice {
+			n++
+		}
+	}
+	return n
 }
