@@ -99,6 +99,12 @@ func demoteMonitor() {
 			return
 		}
 		looks = append(looks, tids)
+		// Hand the CPU over between looks: on a share of one CPU, sysmon
+		// wakes from its nanosleep to wait for this thread's CPU and is
+		// seen "running" until this thread yields (without the yield, 1
+		// search in 20 used up monitorWait). A raw sched_yield keeps the
+		// P busy, so sysmon does not go to its deeper sleep meanwhile.
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		if tid, done := pickMonitor(looks); done {
 			if tid >= 0 {
 				_ = unix.Setpriority(unix.PRIO_PROCESS, tid, monitorNice)
