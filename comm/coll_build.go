@@ -19,8 +19,6 @@ const (
 
 func b[T any](s []T) []byte { return datatype.Bytes(s) }
 
-func one(peer int, buf []byte) []xfer { return []xfer{{peer: peer, buf: buf}} }
-
 // overlap reports whether a and b share memory, and whether they are the
 // same slice (in place).
 func overlap[T any](a, c []T) (same, partial bool) {
@@ -41,7 +39,7 @@ func overlap[T any](a, c []T) (same, partial bool) {
 func buildBarrier(s *sched) {
 	p, r := s.x.size(), s.x.rank
 	for k := 1; k < p; k <<= 1 {
-		s.add(one((r-k+p)%p, nil), one((r+k)%p, nil), nil)
+		s.add(s.one((r-k+p)%p, nil), s.one((r+k)%p, nil), nil)
 	}
 }
 
@@ -52,7 +50,7 @@ func buildBcast[T any](s *sched, buf []T, root int) {
 	mask := 1
 	for ; mask < p; mask <<= 1 {
 		if rel&mask != 0 {
-			s.add(one((rel-mask+root)%p, b(buf)), nil, nil)
+			s.add(s.one((rel-mask+root)%p, b(buf)), nil, nil)
 			break
 		}
 	}
@@ -74,21 +72,21 @@ func buildBcast[T any](s *sched, buf []T, root int) {
 func buildReduce[T any](s *sched, send, recv []T, op Op[T], root int) {
 	p, r := s.x.size(), s.x.rank
 	n := len(send)
-	acc := make([]T, n)
+	acc := scratch[T](s, n)
 	copy(acc, send)
 	top := root
 	if !op.commutative {
 		top = 0
 	}
 	rel := (r - top + p) % p
-	tmp := make([]T, n)
+	tmp := scratch[T](s, n)
 	for mask := 1; mask < p; mask <<= 1 {
 		if rel&mask != 0 {
-			s.add(nil, one((rel&^mask+top)%p, b(acc)), nil)
+			s.add(nil, s.one((rel&^mask+top)%p, b(acc)), nil)
 			break
 		}
 		if src := rel | mask; src < p {
-			s.add(one((src+top)%p, b(tmp)), nil, func() {
+			s.add(s.one((src+top)%p, b(tmp)), nil, func() {
 				op.fn(acc, tmp) // acc holds lower ranks than tmp
 				copy(acc, tmp)
 			})
@@ -98,9 +96,9 @@ func buildReduce[T any](s *sched, send, recv []T, op Op[T], root int) {
 	case top == root && r == root:
 		s.local(func() { copy(recv, acc) })
 	case r == top:
-		s.add(nil, one(root, b(acc)), nil)
+		s.add(nil, s.one(root, b(acc)), nil)
 	case r == root:
-		s.add(one(top, b(recv)), nil, nil)
+		s.add(s.one(top, b(recv)), nil, nil)
 	}
 }
 
@@ -111,7 +109,7 @@ func buildAllreduce[T any](s *sched, send, recv []T, op Op[T]) {
 	p := s.x.size()
 	n := len(send)
 	if same, _ := overlap(send, recv); !same {
-		s.local(func() { copy(recv, send) })
+		copy(recv, send) // the schedule's first work: local would run it now
 	}
 	if p == 1 {
 		return
@@ -125,7 +123,7 @@ func buildAllreduce[T any](s *sched, send, recv []T, op Op[T]) {
 
 func buildRecDoubling[T any](s *sched, acc []T, op Op[T]) {
 	p, r := s.x.size(), s.x.rank
-	tmp := make([]T, len(acc))
+	tmp := scratch[T](s, len(acc))
 	pof2 := 1
 	for pof2*2 <= p {
 		pof2 *= 2
@@ -134,10 +132,10 @@ func buildRecDoubling[T any](s *sched, acc []T, op Op[T]) {
 	newrank := r - rem
 	if r < 2*rem {
 		if r%2 == 0 {
-			s.add(nil, one(r+1, b(acc)), nil)
+			s.add(nil, s.one(r+1, b(acc)), nil)
 			newrank = -1
 		} else {
-			s.add(one(r-1, b(tmp)), nil, func() { op.fn(tmp, acc) })
+			s.add(s.one(r-1, b(tmp)), nil, func() { op.fn(tmp, acc) })
 			newrank = r / 2
 		}
 	}
@@ -148,7 +146,7 @@ func buildRecDoubling[T any](s *sched, acc []T, op Op[T]) {
 			if nd < rem {
 				dst = nd*2 + 1
 			}
-			s.add(one(dst, b(tmp)), one(dst, b(acc)), func() {
+			s.add(s.one(dst, b(tmp)), s.one(dst, b(acc)), func() {
 				if dst < r {
 					op.fn(tmp, acc)
 				} else {
@@ -160,9 +158,9 @@ func buildRecDoubling[T any](s *sched, acc []T, op Op[T]) {
 	}
 	if r < 2*rem {
 		if r%2 == 0 {
-			s.add(one(r+1, b(acc)), nil, nil)
+			s.add(s.one(r+1, b(acc)), nil, nil)
 		} else {
-			s.add(nil, one(r-1, b(acc)), nil)
+			s.add(nil, s.one(r-1, b(acc)), nil)
 		}
 	}
 }
@@ -183,19 +181,19 @@ func buildRingAllreduce[T any](s *sched, acc []T, op Op[T]) {
 	n := len(acc)
 	next, prev := (r+1)%p, (r-1+p)%p
 	lo0, hi0 := chunk(n, p, 0)
-	tmp := make([]T, hi0-lo0)
+	tmp := scratch[T](s, hi0-lo0)
 	// Reduce-scatter: after p−1 steps rank r holds chunk r+1 complete.
 	for k := range p - 1 {
 		slo, shi := chunk(n, p, (r-k+p)%p)
 		rlo, rhi := chunk(n, p, (r-k-1+2*p)%p)
 		in := tmp[:rhi-rlo]
-		s.add(one(prev, b(in)), one(next, b(acc[slo:shi])), func() { op.fn(in, acc[rlo:rhi]) })
+		s.add(s.one(prev, b(in)), s.one(next, b(acc[slo:shi])), func() { op.fn(in, acc[rlo:rhi]) })
 	}
 	// Allgather the complete chunks around the ring.
 	for k := range p - 1 {
 		slo, shi := chunk(n, p, (r+1-k+p)%p)
 		rlo, rhi := chunk(n, p, (r-k+p)%p)
-		s.add(one(prev, b(acc[rlo:rhi])), one(next, b(acc[slo:shi])), nil)
+		s.add(s.one(prev, b(acc[rlo:rhi])), s.one(next, b(acc[slo:shi])), nil)
 	}
 }
 
@@ -203,21 +201,21 @@ func buildRingAllreduce[T any](s *sched, acc []T, op Op[T]) {
 func buildScan[T any](s *sched, send, recv []T, op Op[T], exclusive bool) {
 	p, r := s.x.size(), s.x.rank
 	n := len(send)
-	partial := make([]T, n)
+	partial := scratch[T](s, n)
 	copy(partial, send)
 	if !exclusive {
 		if same, _ := overlap(send, recv); !same {
 			s.local(func() { copy(recv, send) })
 		}
 	}
-	tmp := make([]T, n)
+	tmp := scratch[T](s, n)
 	have := false // exclusive: recv holds something
 	for mask := 1; mask < p; mask <<= 1 {
 		dst := r ^ mask
 		if dst >= p {
 			continue
 		}
-		s.add(one(dst, b(tmp)), one(dst, b(partial)), func() {
+		s.add(s.one(dst, b(tmp)), s.one(dst, b(partial)), func() {
 			if dst < r {
 				switch {
 				case !exclusive:
@@ -241,7 +239,7 @@ func buildScan[T any](s *sched, send, recv []T, op Op[T], exclusive bool) {
 func buildGatherv[T any](s *sched, send, recv []T, counts, displs []int, root int) {
 	p, r := s.x.size(), s.x.rank
 	if r != root {
-		s.add(nil, one(root, b(send)), nil)
+		s.add(nil, s.one(root, b(send)), nil)
 		return
 	}
 	var recvs []xfer
@@ -264,7 +262,7 @@ func buildGatherv[T any](s *sched, send, recv []T, counts, displs []int, root in
 func buildScatterv[T any](s *sched, send []T, counts, displs []int, recv []T, root int) {
 	p, r := s.x.size(), s.x.rank
 	if r != root {
-		s.add(one(root, b(recv)), nil, nil)
+		s.add(s.one(root, b(recv)), nil, nil)
 		return
 	}
 	var sends []xfer
@@ -290,11 +288,11 @@ func buildAllgather[T any](s *sched, send, recv []T) {
 	p, r := s.x.size(), s.x.rank
 	n := len(send)
 	if n*p*int(unsafe.Sizeof(*new(T))) < bruckAllgatherMax {
-		tmp := make([]T, n*p)
+		tmp := scratch[T](s, n*p)
 		copy(tmp, send)
 		for k := 1; k < p; k <<= 1 {
 			cnt := min(k, p-k)
-			s.add(one((r+k)%p, b(tmp[k*n:(k+cnt)*n])), one((r-k+p)%p, b(tmp[:cnt*n])), nil)
+			s.add(s.one((r+k)%p, b(tmp[k*n:(k+cnt)*n])), s.one((r-k+p)%p, b(tmp[:cnt*n])), nil)
 		}
 		s.local(func() {
 			for i := range p {
@@ -320,8 +318,8 @@ func buildRingAllgatherv[T any](s *sched, send, recv []T, counts, displs []int) 
 	next, prev := (r+1)%p, (r-1+p)%p
 	for k := range p - 1 {
 		sb, rb := (r-k+p)%p, (r-k-1+2*p)%p
-		s.add(one(prev, b(recv[displs[rb]:displs[rb]+counts[rb]])),
-			one(next, b(recv[displs[sb]:displs[sb]+counts[sb]])), nil)
+		s.add(s.one(prev, b(recv[displs[rb]:displs[rb]+counts[rb]])),
+			s.one(next, b(recv[displs[sb]:displs[sb]+counts[sb]])), nil)
 	}
 }
 
@@ -351,14 +349,14 @@ func buildAlltoallv[T any](s *sched, send []T, scounts, sdispls []int, recv []T,
 func buildRingReduceScatter[T any](s *sched, send, recv []T, op Op[T]) {
 	p, r := s.x.size(), s.x.rank
 	n := len(recv)
-	acc := make([]T, len(send))
+	acc := scratch[T](s, len(send))
 	copy(acc, send)
-	tmp := make([]T, n)
+	tmp := scratch[T](s, n)
 	next, prev := (r+1)%p, (r-1+p)%p
 	for k := range p - 1 {
 		sb, rb := (r-1-k+2*p)%p, (r-2-k+3*p)%p
 		blk := acc[rb*n : (rb+1)*n]
-		s.add(one(prev, b(tmp)), one(next, b(acc[sb*n:(sb+1)*n])), func() { op.fn(tmp, blk) })
+		s.add(s.one(prev, b(tmp)), s.one(next, b(acc[sb*n:(sb+1)*n])), func() { op.fn(tmp, blk) })
 	}
 	s.local(func() { copy(recv, acc[r*n:(r+1)*n]) })
 }

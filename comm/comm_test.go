@@ -629,3 +629,44 @@ func TestRequestReuseDone(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBarrierByMessagesAllocatesNothing: a blocking collective by messages
+// reuses its communicator's schedule, its transfers and its requests
+// (sched.release): once a communicator has run one barrier, the next
+// allocate nothing, at either rank.
+func TestBarrierByMessagesAllocatesNothing(t *testing.T) {
+	if testenv.RaceEnabled || invariants.Enabled {
+		t.Skip("the race detector and the invariants checks allocate")
+	}
+	p, eps := goroutineRanks(t, 2, endpoint.Options{Workers: 1})
+	defer p.Finalize()
+	const rounds = 100
+	done := make(chan error, 1)
+	go func() {
+		c1 := register[float64](t, eps[1])
+		usePath(c1, CollMessages)
+		for range rounds + 2 { // the warm-up, AllocsPerRun's own, the rounds
+			if err := c1.Barrier(); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	c0 := register[float64](t, eps[0])
+	usePath(c0, CollMessages)
+	if err := c0.Barrier(); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(rounds, func() {
+		if err := c0.Barrier(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if allocs != 0 {
+		t.Fatalf("a barrier by messages allocates %.1f times", allocs)
+	}
+}

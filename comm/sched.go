@@ -4,6 +4,7 @@ import (
 	"errors"
 	"runtime"
 	"slices"
+	"unsafe"
 
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/fiber"
@@ -20,6 +21,10 @@ type collCtx struct {
 	base int // tag = base | seq&mask
 	mask int
 	eng  *engine // shared with derived communicators
+	// free is a blocking collective's schedule that ran to its end
+	// without an error, kept for the next one (newSched), nil if none:
+	// the communicator's caller runs one blocking collective at a time.
+	free *sched
 }
 
 // Tag spaces on a collective context: ordinary collectives count in the
@@ -72,9 +77,90 @@ type sched struct {
 	nrecv int
 	err   error
 	done  bool
+
+	// Kept across the uses of a reused schedule (see release): the
+	// rounds' transfers (one), and the requests the rounds post into (a
+	// round's requests have all completed before the next round posts).
+	xfers []xfer
+	rq    []*endpoint.Request
+	// arena backs the schedule's temporary buffers (scratch); used is
+	// its part handed out.
+	arena []uint64
+	used  int
 }
 
-func newSched(x *collCtx) *sched { return &sched{x: x, tag: x.next()} }
+// arenaKeep is the largest arena a released schedule keeps: a collective
+// of large vectors does not leave its buffers held by the communicator.
+const arenaKeep = 64 << 10
+
+// scratch returns a zeroed buffer of n elements of T for one use of s,
+// from its arena (or, when the arena is short, from a new one that
+// replaces it: the buffers already handed out stay where they are). T is
+// a communicator's element type, which has no pointers (datatype.Of), so
+// its elements may live in a []uint64, whose alignment (8) is the largest
+// of such a type.
+func scratch[T any](s *sched, n int) []T {
+	size := n * int(unsafe.Sizeof(*new(T)))
+	words := (size + 7) / 8
+	if words == 0 {
+		return make([]T, n) // zero-size elements or n = 0
+	}
+	if s.used+words > len(s.arena) {
+		s.arena, s.used = make([]uint64, max(2*len(s.arena), words, 64)), 0
+	}
+	w := s.arena[s.used : s.used+words]
+	s.used += words
+	clear(w)
+	return view[T](unsafe.Pointer(unsafe.SliceData(w)), n)
+}
+
+// newSched returns a schedule for the next collective of x: the one x
+// kept (release) if there is one, else a new one.
+func newSched(x *collCtx) *sched {
+	s := x.free
+	if s == nil {
+		return &sched{x: x, tag: x.next()}
+	}
+	x.free = nil
+	s.tag = x.next()
+	return s
+}
+
+// release keeps s, a blocking collective's schedule that has just ended,
+// for x's next collective, unless it failed (its receives may have been
+// cancelled and still be pending). What the rounds refer to is dropped,
+// the storage kept: a blocking collective then allocates nothing once its
+// communicator has run one like it.
+func (s *sched) release() {
+	if s.err != nil || !s.done || s.nested {
+		return
+	}
+	clear(s.rounds)
+	clear(s.xfers)
+	clear(s.reqs)
+	s.rounds, s.xfers, s.reqs = s.rounds[:0], s.xfers[:0], s.reqs[:0]
+	s.last, s.cur, s.nrecv, s.done = nil, 0, 0, false
+	s.used = 0
+	if len(s.arena)*8 > arenaKeep {
+		s.arena = nil
+	}
+	s.x.free = s
+}
+
+// one returns a list of one transfer, stored in the schedule.
+func (s *sched) one(peer int, buf []byte) []xfer {
+	s.xfers = append(s.xfers, xfer{peer: peer, buf: buf})
+	n := len(s.xfers)
+	return s.xfers[n-1 : n : n]
+}
+
+// req returns the request for the i-th transfer of a round.
+func (s *sched) req(i int) *endpoint.Request {
+	for len(s.rq) <= i {
+		s.rq = append(s.rq, new(endpoint.Request))
+	}
+	return s.rq[i]
+}
 
 // add appends a round.
 func (s *sched) add(recv, send []xfer, then func()) {
@@ -101,16 +187,16 @@ func (s *sched) post() {
 	r := &s.rounds[s.cur]
 	s.reqs = s.reqs[:0]
 	s.nrecv = len(r.recv)
-	for _, t := range r.recv {
-		q, err := s.x.ep.Irecv(s.x.comm, t.peer, s.tag, t.buf)
-		if err != nil {
+	for i, t := range r.recv {
+		q := s.req(i)
+		if err := s.x.ep.IrecvInto(q, s.x.comm, t.peer, s.tag, t.buf); err != nil {
 			s.abort(err)
 			return
 		}
 		s.reqs = append(s.reqs, q)
 	}
-	for _, t := range r.send {
-		q, err := s.x.ep.Isend(s.x.comm, s.x.rank, t.peer, s.tag, t.buf)
+	for i, t := range r.send {
+		q, err := s.x.ep.IsendInto(s.req(len(r.recv)+i), s.x.comm, s.x.rank, t.peer, s.tag, t.buf)
 		if err != nil {
 			s.abort(err)
 			return
@@ -153,13 +239,18 @@ func (s *sched) complete() {
 	r := &s.rounds[s.cur]
 	for i, q := range s.reqs {
 		st := q.Status()
-		var te *endpoint.TruncateError
-		switch {
-		case i < s.nrecv && errors.As(st.Err, &te):
-			s.mismatch(&MismatchError{Peer: r.recv[i].peer, Want: te.Have, Got: te.Got})
-		case st.Err != nil:
-			s.fail(st.Err)
-		case i < s.nrecv && st.Count != len(r.recv[i].buf):
+		if st.Err != nil {
+			// te is allocated (errors.As takes its address) only here,
+			// not for every request of every round.
+			var te *endpoint.TruncateError
+			if i < s.nrecv && errors.As(st.Err, &te) {
+				s.mismatch(&MismatchError{Peer: r.recv[i].peer, Want: te.Have, Got: te.Got})
+			} else {
+				s.fail(st.Err)
+			}
+			continue
+		}
+		if i < s.nrecv && st.Count != len(r.recv[i].buf) {
 			s.mismatch(&MismatchError{Peer: r.recv[i].peer, Want: len(r.recv[i].buf), Got: st.Count})
 		}
 	}
@@ -193,7 +284,9 @@ func (s *sched) start() {
 // run runs the whole schedule, waiting with the caller's waiter.
 func (s *sched) run() error {
 	s.start()
-	return s.finishAll()
+	err := s.finishAll()
+	s.release()
+	return err
 }
 
 // finishAll continues a started schedule to the end, progressing the
