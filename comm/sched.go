@@ -135,6 +135,14 @@ func (s *sched) release() {
 	if s.err != nil || !s.done || s.nested {
 		return
 	}
+	for _, t := range s.xfers {
+		if len(t.buf) > arenaKeep {
+			// A completed request keeps its buffer until it is reused:
+			// do not hold a large one for the next collective.
+			s.rq = nil
+			break
+		}
+	}
 	clear(s.rounds)
 	clear(s.xfers)
 	clear(s.reqs)
