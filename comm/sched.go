@@ -135,13 +135,10 @@ func (s *sched) release() {
 	if s.err != nil || !s.done || s.nested {
 		return
 	}
-	for _, t := range s.xfers {
-		if len(t.buf) > arenaKeep {
-			// A completed request keeps its buffer until it is reused:
-			// do not hold a large one for the next collective.
-			s.rq = nil
-			break
-		}
+	if s.large() {
+		// A completed request keeps its buffer until it is reused: do
+		// not hold a large one for the next collective.
+		s.rq = nil
 	}
 	clear(s.rounds)
 	clear(s.xfers)
@@ -153,6 +150,23 @@ func (s *sched) release() {
 		s.arena = nil
 	}
 	s.x.free = s
+}
+
+// large reports whether a transfer of s is larger than arenaKeep.
+func (s *sched) large() bool {
+	for _, r := range s.rounds {
+		for _, t := range r.recv {
+			if len(t.buf) > arenaKeep {
+				return true
+			}
+		}
+		for _, t := range r.send {
+			if len(t.buf) > arenaKeep {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // one returns a list of one transfer, stored in the schedule.
