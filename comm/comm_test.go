@@ -670,3 +670,48 @@ func TestBarrierByMessagesAllocatesNothing(t *testing.T) {
 		t.Fatalf("a barrier by messages allocates %.1f times", allocs)
 	}
 }
+
+// TestReleasedScheduleHoldsNoLargeBuffer: after a collective whose
+// vectors exceed arenaKeep the communicator keeps its schedule, but
+// neither the requests that still point at the caller's buffers nor the
+// large arena; after a barrier it keeps its requests for the next.
+func TestReleasedScheduleHoldsNoLargeBuffer(t *testing.T) {
+	p, eps := goroutineRanks(t, 2, endpoint.Options{Workers: 1})
+	defer p.Finalize()
+	const n = 2 * arenaKeep / 8 // float64s: twice arenaKeep bytes
+	done := make(chan error, 1)
+	go func() {
+		c1 := register[float64](t, eps[1])
+		usePath(c1, CollMessages)
+		buf := make([]float64, n)
+		err := c1.Allreduce(buf, buf, Sum[float64]())
+		if err == nil {
+			err = c1.Barrier()
+		}
+		done <- err
+	}()
+	c0 := register[float64](t, eps[0])
+	usePath(c0, CollMessages)
+	buf := make([]float64, n)
+	if err := c0.Allreduce(buf, buf, Sum[float64]()); err != nil {
+		t.Fatal(err)
+	}
+	free := c0.st().coll.free
+	switch {
+	case free == nil:
+		t.Fatal("the allreduce's schedule was not kept")
+	case free.rq != nil:
+		t.Errorf("after a %d-byte allreduce the kept schedule holds %d requests (and their buffers)", 8*n, len(free.rq))
+	case len(free.arena)*8 > arenaKeep:
+		t.Errorf("the kept schedule holds a %d-byte arena, more than %d", len(free.arena)*8, arenaKeep)
+	}
+	if err := c0.Barrier(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if free := c0.st().coll.free; free == nil || len(free.rq) == 0 {
+		t.Error("after a barrier the kept schedule has no requests to reuse")
+	}
+}

@@ -152,21 +152,19 @@ func (s *sched) release() {
 	s.x.free = s
 }
 
-// large reports whether a transfer of s is larger than arenaKeep.
+// large reports whether the transfers of s move more than arenaKeep
+// bytes in all (they may be chunks of one large vector).
 func (s *sched) large() bool {
+	n := 0
 	for _, r := range s.rounds {
 		for _, t := range r.recv {
-			if len(t.buf) > arenaKeep {
-				return true
-			}
+			n += len(t.buf)
 		}
 		for _, t := range r.send {
-			if len(t.buf) > arenaKeep {
-				return true
-			}
+			n += len(t.buf)
 		}
 	}
-	return false
+	return n > arenaKeep
 }
 
 // one returns a list of one transfer, stored in the schedule.
