@@ -109,7 +109,11 @@ func buildAllreduce[T any](s *sched, send, recv []T, op Op[T]) {
 	p := s.x.size()
 	n := len(send)
 	if same, _ := overlap(send, recv); !same {
-		copy(recv, send) // the schedule's first work: local would run it now
+		if len(s.rounds) == 0 {
+			copy(recv, send) // what local does then, without a closure
+		} else {
+			s.local(func() { copy(recv, send) })
+		}
 	}
 	if p == 1 {
 		return
