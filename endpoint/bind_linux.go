@@ -70,9 +70,13 @@ func bindThreads(cpus []int) error {
 // of its time slice rather than at once: none of its work is urgent to a
 // process whose worker owns the CPU.
 const (
-	monitorNice  = 19
-	monitorLooks = 3                    // looks that must find the same thread alone in nanosleep
-	monitorWait  = 5 * time.Millisecond // the longest search
+	monitorNice     = 19
+	monitorLooks    = 3 // looks that must find the same thread alone in nanosleep
+	monitorMaxLooks = 64
+	// monitorWait bounds the search in time. Each look yields the CPU,
+	// which on a busy machine is gone for a time slice: under three busy
+	// loops on 2 CPUs, 2–3 looks took 5 ms, too few.
+	monitorWait = 100 * time.Millisecond
 )
 
 // demoteMonitor finds sysmon and lowers its priority to monitorNice, or
@@ -93,7 +97,7 @@ const (
 func demoteMonitor() {
 	self := unix.Gettid()
 	var looks [][]int
-	for start := time.Now(); time.Since(start) < monitorWait; {
+	for start := time.Now(); len(looks) < monitorMaxLooks && time.Since(start) < monitorWait; {
 		tids, err := sleepingThreads(self)
 		if err != nil {
 			return
@@ -102,7 +106,7 @@ func demoteMonitor() {
 		// Hand the CPU over between looks: on a share of one CPU, sysmon
 		// wakes from its nanosleep to wait for this thread's CPU and is
 		// seen "running" until this thread yields (without the yield, 1
-		// search in 20 used up monitorWait). A raw sched_yield keeps the
+		// search in 20 took more than 5 ms). A raw sched_yield keeps the
 		// P busy, so sysmon does not go to its deeper sleep meanwhile.
 		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		if tid, done := pickMonitor(looks); done {
