@@ -403,7 +403,15 @@ func checkLoss(t *testing.T, l launcher, j *job, death, program string) {
 	at, _ := strconv.ParseInt(dying[0][2], 10, 64)
 	lost := j.results(`lost rank=(-?\d+) sentinel=(\S+) at=(\d+) err=(.*)`)
 	for _, g := range lost {
-		if g[1] != "1" || g[2] != "ErrPeerLost" {
+		switch {
+		case g[1] == "1" && g[2] == "ErrPeerLost":
+		case l.endsOn(death) && g[2] == "ErrPeerLost":
+			// The launcher is ending the job: a survivor may see
+			// another rank it killed go before it has handled rank 1's
+			// end (its watch reports the first gone process in rank
+			// order). Only logged, as the comment of TestLoss says.
+			t.Logf("a process reported the loss of rank %s, which the launcher ended: %s", g[1], g[4])
+		default:
 			t.Errorf("a process reported %s (rank %s, %s), want a loss of rank 1", g[4], g[1], g[2])
 		}
 		seen, _ := strconv.ParseInt(g[3], 10, 64)
