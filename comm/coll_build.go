@@ -94,7 +94,7 @@ func buildReduce[T any](s *sched, send, recv []T, op Op[T], root int) {
 	}
 	switch {
 	case top == root && r == root:
-		s.local(func() { copy(recv, acc) })
+		localCopy(s, recv, acc)
 	case r == top:
 		s.add(nil, s.one(root, b(acc)), nil)
 	case r == root:
@@ -109,11 +109,7 @@ func buildAllreduce[T any](s *sched, send, recv []T, op Op[T]) {
 	p := s.x.size()
 	n := len(send)
 	if same, _ := overlap(send, recv); !same {
-		if len(s.rounds) == 0 {
-			copy(recv, send) // what local does then, without a closure
-		} else {
-			s.local(func() { copy(recv, send) })
-		}
+		localCopy(s, recv, send)
 	}
 	if p == 1 {
 		return
@@ -209,7 +205,7 @@ func buildScan[T any](s *sched, send, recv []T, op Op[T], exclusive bool) {
 	copy(partial, send)
 	if !exclusive {
 		if same, _ := overlap(send, recv); !same {
-			s.local(func() { copy(recv, send) })
+			localCopy(s, recv, send)
 		}
 	}
 	tmp := scratch[T](s, n)
@@ -251,7 +247,7 @@ func buildGatherv[T any](s *sched, send, recv []T, counts, displs []int, root in
 		dst := recv[displs[i] : displs[i]+counts[i]]
 		if i == r {
 			if same, _ := overlap(send, dst); !same {
-				s.local(func() { copy(dst, send) })
+				localCopy(s, dst, send)
 			}
 			continue
 		}
@@ -275,7 +271,7 @@ func buildScatterv[T any](s *sched, send []T, counts, displs []int, recv []T, ro
 		if i == r {
 			if same, _ := overlap(src, recv); !same {
 				// After the rounds before (a Reduce that fills send).
-				s.local(func() { copy(recv, src) })
+				localCopy(s, recv, src)
 			}
 			continue
 		}
@@ -362,5 +358,5 @@ func buildRingReduceScatter[T any](s *sched, send, recv []T, op Op[T]) {
 		blk := acc[rb*n : (rb+1)*n]
 		s.add(s.one(prev, b(tmp)), s.one(next, b(acc[sb*n:(sb+1)*n])), func() { op.fn(tmp, blk) })
 	}
-	s.local(func() { copy(recv, acc[r*n:(r+1)*n]) })
+	localCopy(s, recv, acc[r*n:(r+1)*n])
 }

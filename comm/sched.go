@@ -201,6 +201,16 @@ func (s *sched) local(fn func()) {
 	}
 }
 
+// localCopy appends copying src into dst as local work: done at once when
+// no round comes before it, as local does, without making a closure.
+func localCopy[T any](s *sched, dst, src []T) {
+	if len(s.rounds) == 0 {
+		copy(dst, src)
+		return
+	}
+	s.local(func() { copy(dst, src) })
+}
+
 // post starts the current round's transfers. On a failure it cancels the
 // receives it posted and ends the schedule with the error.
 func (s *sched) post() {
