@@ -205,9 +205,9 @@ type Local interface {
 }
 
 // PutStarter is implemented by transports that can have many Puts in
-// flight at once (rdma/mpi, and rdma/route over it): StartPut starts a Put
-// and returns without waiting for it, and the transport reports its end
-// later, from Progress. The endpoint layer's rendezvous uses it when the
+// flight at once (rdma/mpi, rdma/shm, and rdma/route over them): StartPut
+// starts a Put and returns without waiting for it, and the transport
+// reports its end later, from Progress. The endpoint layer's rendezvous uses it when the
 // transport offers it, so that a window of large sends moves as many
 // concurrent transfers instead of one at a time, each waited for inside
 // the delivery of its RTR; it calls Put on transports without it.

@@ -152,7 +152,16 @@ func testStartPut(t *testing.T, f Factory) {
 	}
 	e.checkPool("after the rendezvous")
 
-	// Failures, from outside Receive, between endpoints 1 and 0.
+	// Failures, from outside Receive, between endpoints 1 and 0, whose
+	// Receivers are now sinks: a notification from 1 to 0 after a Put
+	// ends tells 0 that its bytes are in (a transport that copies through
+	// its peer's progress may end a Put before the owner took the bytes).
+	for a := range rdma.Addr(2) {
+		if err := e.hosts[a].Unbind(a); err != nil {
+			t.Fatalf("Unbind(%d): %v", a, err)
+		}
+	}
+	sinks := e.bindSinks(2, true)
 	g := newGuarded(1000, 6000)
 	e.register(0, g)
 	src := make([]byte, 100)
@@ -177,10 +186,15 @@ func testStartPut(t *testing.T, f Factory) {
 		t.Errorf("StartPut of 100 bytes at 900 of 1000: %v", err)
 	}
 	g.write(900, src)
+	e.notify(sinks, 1, 0)
+	if err := g.check(); err != nil {
+		t.Errorf("after a good StartPut and a failed one: %v", err)
+	}
 	if err := e.hosts[0].Deregister(g.region); err != nil {
 		t.Fatalf("Deregister: %v", err)
 	}
 	e.wantErr("StartPut into a deregistered region", started("StartPut after Deregister", 0, src), rdma.ErrNoRegion)
+	e.notify(sinks, 1, 0)
 	if !g.guardsIntact() || !bytes.Equal(g.buf[900:], src) {
 		t.Errorf("after the failed StartPuts: the region's bytes or guards changed")
 	}

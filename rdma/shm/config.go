@@ -77,6 +77,17 @@ type Config struct {
 	// ForceCopy makes Put and Get copy through the rings even where the
 	// kernel would allow cross-memory attach (for tests and comparisons).
 	ForceCopy bool
+	// RingPuts makes Put (and StartPut) copy through the rings even where
+	// cross-memory attach works; Get still uses it. Two copies, the
+	// sender's into the ring and the owner's out of it, run at once on
+	// two CPUs, and beat one process_vm_writev, which pins the owner's
+	// pages one by one, by about 2.3× at 1 MiB on the development machine
+	// (BENCHMARKS.md, issue 12). It needs the owner to run while the
+	// sender writes: set it when each process of the node has a CPU of
+	// its own. A Put ends once its last chunk is in the ring: one longer
+	// than the ring's room waits for the owner's progress to take the
+	// first chunks out (StartPut returns meanwhile; Put waits).
+	RingPuts bool
 	// Dir is the directory of the segments, a tmpfs; "" means
 	// DefaultDir. The launcher removes Dir/fibermpi-<jobid>-* at the end
 	// of a job.
@@ -194,6 +205,6 @@ func (c Config) String() string {
 	if c.Exchange != nil {
 		rank, size, job = c.Exchange.Rank(), c.Exchange.Size(), c.Exchange.JobID()
 	}
-	return fmt.Sprintf("shm.Config{job %q, rank %d of %d, peers %v, payload %d, ring %d, max addrs %d, max regions %d, force copy %v, dir %s}",
-		job, rank, size, c.Peers, c.PayloadSize, c.RingSize, c.MaxAddrs, c.MaxRegions, c.ForceCopy, c.Dir)
+	return fmt.Sprintf("shm.Config{job %q, rank %d of %d, peers %v, payload %d, ring %d, max addrs %d, max regions %d, force copy %v, ring puts %v, dir %s}",
+		job, rank, size, c.Peers, c.PayloadSize, c.RingSize, c.MaxAddrs, c.MaxRegions, c.ForceCopy, c.RingPuts, c.Dir)
 }

@@ -1,8 +1,9 @@
 // Package shm is the transport between the processes of one node: packets
 // through single-producer/single-consumer rings in shared memory, and
 // rendezvous Put and Get as one copy by cross-memory attach
-// (process_vm_writev/readv), or, where the kernel refuses that, copied
-// through the rings.
+// (process_vm_writev/readv), or copied through the rings: where the kernel
+// refuses cross-memory attach, and for Put with Config.RingPuts, which is
+// faster when every process has a CPU of its own.
 //
 // # Setting up
 //
@@ -117,6 +118,23 @@
 //     processes doing it to each other, even from inside Receive, cannot
 //     deadlock. A waiting Put or Get gives up with ErrPeerGone when the
 //     owner exits and with rdma.ErrClosed when the transport closes.
+//     StartPut (rdma.PutStarter) does not wait: it writes the chunks
+//     that fit and leaves the rest to this process's Progress, which calls
+//     the Put's PutDone after its last chunk; the endpoint layer's
+//     rendezvous uses it, so a window of large sends keeps the ring full
+//     while the worker runs on.
+//
+// Config.RingPuts sends Puts through the rings even where cross-memory
+// attach works (Get still attaches): the sender copies a chunk in while
+// the owner copies the one before out, on two CPUs, and both copies run
+// at memory speed, where process_vm_writev pins the owner's pages one by
+// one. On the development machine (2 vCPUs sharing a 32 MiB L3) a 1 MiB
+// Put moved at 18–24 GB/s through the rings against 9–10 GB/s attached
+// (BENCHMARKS.md, issue 12). It needs the owner to run while the sender
+// writes; when a ring stays full for attachAfter (50 µs: the owner is
+// not running), the sender writes the rest of that Put by cross-memory
+// attach itself. The endpoint layer sets it when the processes of the
+// node may use at least as many CPUs as they are (FIBERMPI_SHM_PUT).
 //
 // # Sleeping
 //

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -199,7 +201,7 @@ func (t *Transport) Put(owner rdma.Addr, r rdma.Region, off uint64, src []byte) 
 	switch {
 	case o.self:
 		return t.local(r, off, len(src), func(dst []byte) { copy(dst, src) })
-	case o.cma:
+	case !o.ringPut:
 		return o.vm(unix.ProcessVMWritev, src, r.Addr+off)
 	}
 	return t.putCopy(o, r, off, src)
@@ -277,38 +279,184 @@ func (w *waiter) wait() error {
 	return nil
 }
 
-// putCopy writes src as recPut records into o's ring.
+// putCopy writes src as recPut records into o's ring; where the kernel
+// allows cross-memory attach (Config.RingPuts), a ring that stays full for
+// attachAfter makes it write the rest that way.
 func (t *Transport) putCopy(o *outRing, r rdma.Region, off uint64, src []byte) error {
 	w := waiter{t: t, o: o}
+	var stalled time.Time
 	for len(src) > 0 {
-		n := min(len(src), o.chunk)
-		size := recordSize(n)
 		o.mu.lock()
 		if o.dead {
 			o.mu.unlock()
 			return rdma.ErrClosed
 		}
-		at, ok := o.reserve(uint64(size))
-		if ok {
-			rec := o.data[at : at+uint64(size)]
-			le.PutUint64(rec[fRegAddr:], r.Addr)
-			le.PutUint64(rec[fRegLen:], r.Len)
-			le.PutUint64(rec[fOff:], off)
-			putHead(rec, recPut, r.Key, n)
-			copy(rec[headSize:], src[:n])
-			o.publish(uint64(size))
-		}
+		n := o.putChunk(r, off, src)
 		o.mu.unlock()
-		if !ok {
+		if n == 0 {
+			switch {
+			case !o.cma:
+			case stalled.IsZero():
+				stalled = time.Now()
+			case time.Since(stalled) > attachAfter:
+				return o.vm(unix.ProcessVMWritev, src, r.Addr+off)
+			}
 			if err := w.wait(); err != nil {
 				return err
 			}
 			continue
 		}
+		stalled = time.Time{}
 		o.wake()
 		src, off = src[n:], off+uint64(n)
 	}
 	return nil
+}
+
+// putChunk writes the next chunk of a copied Put, at most o.chunk bytes
+// of src for off of r, as a recPut record, and returns how many bytes it
+// wrote: 0 when the ring has no room. The caller holds mu and wakes the
+// owner after it releases it.
+func (o *outRing) putChunk(r rdma.Region, off uint64, src []byte) int {
+	n := min(len(src), o.chunk)
+	size := uint64(recordSize(n))
+	at, ok := o.reserve(size)
+	if !ok {
+		return 0
+	}
+	rec := o.data[at : at+size]
+	le.PutUint64(rec[fRegAddr:], r.Addr)
+	le.PutUint64(rec[fRegLen:], r.Len)
+	le.PutUint64(rec[fOff:], off)
+	putHead(rec, recPut, r.Key, n)
+	copy(rec[headSize:], src[:n])
+	o.publish(size)
+	return n
+}
+
+// startedPut is a copied Put that StartPut started and could not finish
+// at once: the rest of its bytes go into the ring as room appears.
+type startedPut struct {
+	r    rdma.Region
+	off  uint64
+	src  []byte // what is left to write
+	done rdma.PutDone
+	// stalled is when a push first found the ring full since it last
+	// wrote (zero: it has not); see attachAfter.
+	stalled time.Time
+}
+
+// attachAfter is how long a Put through the rings (Config.RingPuts) waits
+// for room before it writes the rest of its bytes by cross-memory attach.
+// The owner, running, takes a chunk out in a few microseconds; a ring full
+// for longer means the owner is not running (a CPU shared with other
+// work, a long computation between its calls), and then one copy by the
+// sender alone beats waiting for it: measured under a loaded machine,
+// 0.3 GB/s through the rings against 2.5 GB/s attached.
+const attachAfter = 50 * time.Microsecond
+
+// StartPut starts what Put does and returns without waiting
+// (rdma.PutStarter). Towards this process, or by cross-memory attach, the
+// Put is over when it returns (pending false). Through the rings it writes
+// the chunks that fit now; if some do not, it returns pending true and
+// this transport's Progress writes the rest as the owner frees room (or,
+// once the ring has stayed full for attachAfter, by cross-memory attach
+// where the kernel allows it), then calls done.PutDone from that Progress
+// (or from Close, with rdma.ErrClosed). Started Puts towards one process
+// are written in the order they were started. It never waits for the
+// owner and parks nothing.
+func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []byte, done rdma.PutDone) (bool, error) {
+	o, err := t.access(owner, r, off, len(src))
+	if err != nil || len(src) == 0 {
+		return false, err
+	}
+	if o.self || !o.ringPut {
+		return false, t.Put(owner, r, off, src)
+	}
+	wrote := false
+	o.mu.lock()
+	if o.dead {
+		o.mu.unlock()
+		return false, rdma.ErrClosed
+	}
+	for len(o.puts) == 0 && len(src) > 0 {
+		n := o.putChunk(r, off, src)
+		if n == 0 {
+			break
+		}
+		wrote = true
+		src, off = src[n:], off+uint64(n)
+	}
+	pending := len(src) > 0
+	if pending {
+		o.puts = append(o.puts, startedPut{r: r, off: off, src: src, done: done})
+		t.putting.Add(1)
+	}
+	o.mu.unlock()
+	if wrote {
+		o.wake()
+	}
+	return pending, nil
+}
+
+// pushPuts writes the chunks of started Puts that fit in their rings and
+// calls PutDone, with worker w, for the Puts whose last chunk it wrote or
+// whose rest it wrote by cross-memory attach. It returns how many chunks
+// and attached rests it wrote.
+func (t *Transport) pushPuts(w int) int {
+	moved := 0
+	for _, o := range t.out {
+		if o == nil || o.self {
+			continue
+		}
+		for {
+			o.mu.lock()
+			if o.dead || len(o.puts) == 0 {
+				o.mu.unlock()
+				break
+			}
+			p := &o.puts[0]
+			n := o.putChunk(p.r, p.off, p.src)
+			var end startedPut // the Put to end: its done, and its rest to attach
+			switch {
+			case n > 0:
+				p.src, p.off = p.src[n:], p.off+uint64(n)
+				p.stalled = time.Time{}
+				if len(p.src) == 0 {
+					end = *p
+				}
+			case !o.cma:
+			case p.stalled.IsZero():
+				p.stalled = time.Now()
+			case time.Since(p.stalled) > attachAfter:
+				end = *p
+			}
+			if end.done != nil {
+				o.puts = slices.Delete(o.puts, 0, 1)
+				t.putting.Add(-1)
+			}
+			o.mu.unlock()
+			if n > 0 {
+				o.wake()
+			}
+			if end.done == nil {
+				if n == 0 {
+					break
+				}
+				moved++
+				continue
+			}
+			moved++
+			var err error
+			if len(end.src) > 0 {
+				err = o.vm(unix.ProcessVMWritev, end.src, end.r.Addr+end.off)
+			}
+			// The last chunk is published (or the rest written): a packet
+			// the caller sends now follows it in the ring.
+			end.done.PutDone(w, err)
+		}
+	}
+	return moved
 }
 
 // apply carries out a record other than a packet, taken from ir. The

@@ -173,22 +173,26 @@ func spinWait(i int) {
 type outRing struct {
 	mu spinlock
 	// Under mu.
-	dead      bool   // Close has run: the memory is gone
-	tail      uint64 // the producer's position (ctl.tail is its published copy)
-	headCache uint64 // the last ctl.head seen: room is known without reading it
+	dead      bool         // Close has run: the memory is gone
+	tail      uint64       // the producer's position (ctl.tail is its published copy)
+	headCache uint64       // the last ctl.head seen: room is known without reading it
+	puts      []startedPut // Puts started and not all written, in order
 	_         cpu.CacheLinePad
 
 	// Read-only after New.
-	ctl   *ringCtl
-	data  []byte
-	size  uint64
-	mask  uint64
-	seg   *segment // the receiver's segment
-	proc  int      // the receiver
-	pid   int
-	self  bool // the receiver is this process
-	cma   bool // Put and Get use process_vm_writev/readv
-	chunk int  // the most data bytes in one recPut or recGetData record
+	ctl  *ringCtl
+	data []byte
+	size uint64
+	mask uint64
+	seg  *segment // the receiver's segment
+	proc int      // the receiver
+	pid  int
+	self bool // the receiver is this process
+	cma  bool // Get (and Put, unless ringPut) uses process_vm_readv/writev
+	// ringPut: Put copies through this ring (the kernel refuses
+	// cross-memory attach, or Config.RingPuts).
+	ringPut bool
+	chunk   int // the most data bytes in one recPut or recGetData record
 	// raceSync is nil except in race builds (race.go).
 	raceSync *atomic.Uint64
 	// pidfd is a pidfd of the receiver (to notice its exit), or -1:

@@ -77,14 +77,15 @@ func (t *Transport) Disarm() { t.self.hdr.waiters.Add(^uint32(0)) }
 func (t *Transport) Alarm() rdma.Alarm { return t }
 
 // pending reports whether this process may have something to do: a
-// record in a ring or a queue, or a copied Get to answer.
+// record in a ring or a queue, a copied Get to answer, or a started Put
+// to write (its owner frees room without waking anyone).
 func (t *Transport) pending() bool {
 	for _, ir := range t.in {
 		if ir.pending() {
 			return true
 		}
 	}
-	return t.gets.serving.Load() != 0
+	return t.gets.serving.Load() != 0 || t.putting.Load() != 0
 }
 
 // wakeOne wakes one thread sleeping on the segment h heads: enough for

@@ -73,6 +73,9 @@ type Transport struct {
 
 	regs registry // Register, Deregister and the owner's side of copies
 	gets getState // copied Gets, both sides
+	// putting counts the started Puts not all written (outRing.puts):
+	// changed under their ring's mu, Loaded by Progress and Arm.
+	putting atomic.Int32
 
 	// probe is the word peers read to test cross-memory attach. The Go
 	// heap does not move objects, and t keeps it alive.
@@ -85,6 +88,7 @@ var (
 	_ rdma.Alarm     = (*Transport)(nil)
 
 	_ rdma.EagerSender = (*Transport)(nil)
+	_ rdma.PutStarter  = (*Transport)(nil)
 )
 
 // exchangeKey is the key of this transport's record in the Exchange.
@@ -252,6 +256,9 @@ func New(cfg Config) (*Transport, error) {
 	default:
 		t.name = "shm"
 	}
+	if cfg.RingPuts && cma > 0 {
+		t.name += "+ringput"
+	}
 	return t, nil
 }
 
@@ -282,6 +289,7 @@ func (t *Transport) connect(p int) (*outRing, error) {
 	}
 	o := newOutRing(seg, ring, p, int(info.pid))
 	o.cma = !t.cfg.ForceCopy && !info.forceCopy && probe(int(info.pid), info.probe, info.nonce)
+	o.ringPut = !o.cma || t.cfg.RingPuts
 	if fd, err := unix.PidfdOpen(int(info.pid), 0); err == nil {
 		o.pidfd.Store(int32(fd))
 	}
@@ -303,7 +311,9 @@ func probe(pid int, addr, nonce uint64) bool {
 
 // Name returns "shm+cma" when Put and Get reach every peer by cross-memory
 // attach, "shm+copy" when they copy through the rings, "shm+cma+copy"
-// when it differs between peers, and "shm" without peers.
+// when it differs between peers, and "shm" without peers; with
+// Config.RingPuts, "+ringput" follows "cma" (Get by cross-memory attach,
+// Put through the rings).
 func (t *Transport) Name() string { return t.name }
 
 // Bind attaches the local endpoint a, which must be one of this process's
@@ -482,6 +492,9 @@ func (t *Transport) Progress(w int) int {
 	}
 	if t.gets.serving.Load() != 0 {
 		n += t.serve()
+	}
+	if t.putting.Load() != 0 {
+		n += t.pushPuts(w)
 	}
 	return n
 }
@@ -719,6 +732,14 @@ func (o *outRing) alive() error {
 // pages, so calls racing with Close never fault). Every later call fails
 // with rdma.ErrClosed, a second Close included.
 func (t *Transport) Close() error {
+	// The started Puts end after the locks are released (their PutDone
+	// may Send, which now fails with rdma.ErrClosed).
+	var ended []startedPut
+	defer func() {
+		for _, p := range ended {
+			p.done.PutDone(packet.NoWorker, rdma.ErrClosed)
+		}
+	}()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed.Load() {
@@ -734,6 +755,9 @@ func (t *Transport) Close() error {
 		if o != nil {
 			o.mu.lock()
 			o.dead = true
+			ended = append(ended, o.puts...)
+			t.putting.Add(-int32(len(o.puts)))
+			o.puts = nil
 			o.mu.unlock()
 		}
 	}

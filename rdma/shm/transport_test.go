@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -600,5 +601,185 @@ func TestPeersDisagree(t *testing.T) {
 		for _, f := range left {
 			os.Remove(f)
 		}
+	}
+}
+
+// putLog is an rdma.PutDone that records its calls, in order, in a log
+// shared by several Puts.
+type putLog struct {
+	id  int
+	log *putCalls
+}
+
+type putCalls struct {
+	mu    sync.Mutex
+	calls []putCall
+}
+
+type putCall struct {
+	id, w int
+	err   error
+}
+
+func (p putLog) PutDone(w int, err error) {
+	p.log.mu.Lock()
+	p.log.calls = append(p.log.calls, putCall{p.id, w, err})
+	p.log.mu.Unlock()
+}
+
+func (l *putCalls) get() []putCall {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.calls)
+}
+
+// TestStartedPuts: with RingPuts, Puts longer than the ring's room start
+// (pending), and the sender's Progress writes the rest as the owner's
+// Progress frees room, in the order they started, calling each PutDone
+// once, from Progress, with its worker index; a packet sent after the last
+// PutDone arrives after the bytes. A pending Put keeps the sender from
+// sleeping (its owner frees room without waking it), and Close ends the
+// Puts still pending with rdma.ErrClosed.
+func TestStartedPuts(t *testing.T) {
+	const size, puts = 40 << 10, 3
+	pool := newPool(t, 512)
+	j := newJob(t, 2, 2, func(int) shm.Config { return shm.Config{Pool: pool, RingSize: 8 << 10, RingPuts: true} })
+	var cs [2]*counter
+	for a := range 2 {
+		cs[a] = &counter{pool: pool}
+		if err := j.trs[a].Bind(rdma.Addr(a), cs[a], pool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if name := j.trs[0].Name(); !strings.HasSuffix(name, "+ringput") && name != "shm+copy" {
+		t.Errorf("Name() = %q; want it to say the Puts go through the rings", name)
+	}
+	var dsts, srcs [puts][]byte
+	var regions [puts]rdma.Region
+	log := &putCalls{}
+	for i := range puts {
+		dsts[i], srcs[i] = make([]byte, size), make([]byte, size)
+		fillData(srcs[i], 20, uint32(i))
+		r, err := j.trs[1].Register(dsts[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		regions[i] = r
+		pending, err := j.trs[0].StartPut(1, r, 0, srcs[i], putLog{i, log})
+		if err != nil || !pending {
+			t.Fatalf("StartPut %d of %d bytes into an 8 KiB ring: pending %v, error %v; want pending", i, size, pending, err)
+		}
+	}
+	if _, _, ok := j.trs[0].Arm(); ok {
+		t.Error("Arm with started Puts pending reported ok: the sender would sleep while only it can write them")
+	}
+	j.trs[0].Disarm()
+	if n := len(log.get()); n != 0 {
+		t.Fatalf("%d PutDone calls before any Progress", n)
+	}
+	const worker = 1
+	deadline := time.Now().Add(time.Minute)
+	for len(log.get()) < puts {
+		if time.Now().After(deadline) {
+			t.Fatalf("the started Puts did not end: %v", log.get())
+		}
+		j.trs[1].Progress(packet.NoWorker)
+		j.trs[0].Progress(worker)
+	}
+	for i, c := range log.get() {
+		if c.id != i || c.w != worker || c.err != nil {
+			t.Errorf("PutDone call %d: Put %d, worker %d, error %v; want Put %d, worker %d, no error", i, c.id, c.w, c.err, i, worker)
+		}
+	}
+	// A packet sent after the last PutDone follows the last chunk.
+	pk := pool.Get(0)
+	pk.Kind = packet.KindEager
+	if err := j.trs[0].Send(0, 1, pk); err != nil {
+		t.Fatal(err)
+	}
+	for cs[1].count() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the packet after the Puts did not arrive")
+		}
+		j.trs[1].Progress(packet.NoWorker)
+	}
+	for i := range puts {
+		if !bytes.Equal(dsts[i], srcs[i]) {
+			t.Errorf("Put %d: the owner's buffer does not hold what was Put", i)
+		}
+	}
+
+	// Close ends a Put still pending, once, with rdma.ErrClosed.
+	pending, err := j.trs[0].StartPut(1, regions[0], 0, srcs[1], putLog{puts, log})
+	if err != nil || !pending {
+		t.Fatalf("StartPut before Close: pending %v, error %v; want pending", pending, err)
+	}
+	if err := j.trs[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	calls := log.get()
+	if len(calls) != puts+1 || calls[puts].id != puts || !errors.Is(calls[puts].err, rdma.ErrClosed) || calls[puts].w != packet.NoWorker {
+		t.Errorf("after Close, PutDone calls %v; want one more, for Put %d, with rdma.ErrClosed and packet.NoWorker", calls, puts)
+	}
+}
+
+// TestStartedPutAttachesWhenOwnerStalls: with RingPuts, a started Put whose
+// owner does not take its chunks (no Progress there at all) ends anyway:
+// after the ring has stayed full for a while, the sender's Progress writes
+// the rest by cross-memory attach; the chunks already in the ring land
+// when the owner's Progress runs, before a packet sent after PutDone.
+func TestStartedPutAttachesWhenOwnerStalls(t *testing.T) {
+	const size = 256 << 10
+	pool := newPool(t, 512)
+	j := newJob(t, 2, 2, func(int) shm.Config { return shm.Config{Pool: pool, RingSize: 8 << 10, RingPuts: true} })
+	if !strings.HasSuffix(j.trs[0].Name(), "+ringput") {
+		t.Skipf("cross-memory attach is refused here (%s): nothing to fall back to", j.trs[0].Name())
+	}
+	c := &counter{pool: pool}
+	if err := j.trs[1].Bind(1, c, pool); err != nil {
+		t.Fatal(err)
+	}
+	dst, src := make([]byte, size), make([]byte, size)
+	fillData(src, 30, 1)
+	r, err := j.trs[1].Register(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &putCalls{}
+	pending, err := j.trs[0].StartPut(1, r, 0, src, putLog{0, log})
+	if err != nil || !pending {
+		t.Fatalf("StartPut: pending %v, error %v; want pending", pending, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for len(log.get()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the started Put waited for its owner's progress, which never came")
+		}
+		j.trs[0].Progress(0)
+	}
+	if calls := log.get(); len(calls) != 1 || calls[0].err != nil {
+		t.Fatalf("PutDone calls %v; want one, without error", calls)
+	}
+	pk := pool.Get(0)
+	pk.Kind = packet.KindEager
+	for {
+		// The chunks written before the stall still fill the ring.
+		err := j.trs[0].Send(0, 1, pk)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, rdma.ErrAgain) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		j.trs[1].Progress(packet.NoWorker)
+	}
+	for c.count() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the packet after the Put did not arrive")
+		}
+		j.trs[1].Progress(packet.NoWorker)
+	}
+	if !bytes.Equal(dst, src) {
+		t.Error("the owner's buffer does not hold what was Put")
 	}
 }
