@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,8 +19,9 @@ import (
 )
 
 // TestProcessesBoundToOwnCPUs: two processes of one node with one worker
-// each are bound to half of the CPUs each, different halves; with
-// FIBERMPI_BIND=none neither is bound.
+// each are bound to half of the CPUs each, different halves, and (each
+// having a CPU) Put through the shared-memory rings; with FIBERMPI_BIND=none
+// neither is bound, and with FIBERMPI_SHM_PUT=attach Puts attach.
 func TestProcessesBoundToOwnCPUs(t *testing.T) {
 	if fmpitest.Child() {
 		bindChild(t)
@@ -71,10 +73,26 @@ func TestProcessesBoundToOwnCPUs(t *testing.T) {
 			t.Errorf("%s, want %s (the monitor thread when the worker fills the share)", m[0], want)
 		}
 	}
-	out, err = fmpitest.RunTest(t, 2, fmpitest.Options{Env: []string{endpoint.EnvBind + "=none"}})
+	// Each process has a CPU: Puts go through the rings.
+	transport := regexp.MustCompile(`rank (\d) transport (.*)`)
+	checkPuts := func(out string, want bool, how string) {
+		t.Helper()
+		tm := transport.FindAllStringSubmatch(out, -1)
+		if len(tm) != 2 {
+			t.Fatalf("%d processes reported their transport, want 2:\n%s", len(tm), out)
+		}
+		for _, m := range tm {
+			if strings.Contains(m[2], "+ringput") != want {
+				t.Errorf("%s: %s; want Puts through the rings %v", how, m[0], want)
+			}
+		}
+	}
+	checkPuts(out, true, "two processes, two CPUs")
+	out, err = fmpitest.RunTest(t, 2, fmpitest.Options{Env: []string{endpoint.EnvBind + "=none", endpoint.EnvShmPut + "=attach"}})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	checkPuts(out, false, endpoint.EnvShmPut+"=attach")
 	for _, m := range line.FindAllStringSubmatch(out, -1) {
 		if m[2] != fmt.Sprint(set.Count()) {
 			t.Errorf("with %s=none: %q, want all %d CPUs", endpoint.EnvBind, m[0], set.Count())
@@ -117,6 +135,7 @@ func bindChild(t *testing.T) {
 	}
 	fmt.Printf("rank %d bound to %d CPUs, first %d\n", p.Rank(), set.Count(), first)
 	fmt.Printf("rank %d has %d threads at nice 19\n", p.Rank(), nicedThreads(t, 19))
+	fmt.Printf("rank %d transport %s\n", p.Rank(), p.Transport().Name())
 }
 
 // nicedThreads counts the threads of this process whose nice value is nice.

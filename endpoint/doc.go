@@ -57,7 +57,7 @@
 // request-to-send (RTS) that is matched like a message; when it meets its
 // receive, the receiver answers with an RTR, and the Put and Done follow. A
 // send completes when its Put has. On a transport that can start a Put
-// and report its end later (rdma.PutStarter: rdma/mpi), the RTR's delivery
+// and report its end later (rdma.PutStarter: rdma/mpi, rdma/shm), the RTR's delivery
 // only starts the Put, and the Done goes out and the send completes from
 // the progress that reports its end, so the transfers of many sends are
 // in flight at once; on the others the Put is made in the RTR's delivery.

@@ -27,6 +27,15 @@ const (
 	// pin worker i to the i-th CPU the process may use), or a CPU list
 	// such as "0,2,4-7" (pin worker i to its i-th CPU, round robin).
 	EnvPin = "FIBERMPI_PIN"
+	// EnvShmPut chooses how a rendezvous message's bytes go to another
+	// process of the node: "rings" copies them through the shared-memory
+	// rings (the sender copies chunks in while the receiver's progress
+	// copies them out, on two CPUs at once), "attach" makes one
+	// process_vm_writev of the sender's (the receiver takes no part), and
+	// "auto", the default, takes rings when the node's processes may use
+	// at least as many CPUs as they are, attach otherwise. rings measured
+	// 2.3× attach's bandwidth at 1 MiB (BENCHMARKS.md, issue 12).
+	EnvShmPut = "FIBERMPI_SHM_PUT"
 )
 
 // ErrEnv is matched by an *EnvError.
@@ -118,7 +127,32 @@ func (o Options) withEnv(lookup func(string) (string, bool)) (Options, error) {
 	if v, ok := lookup(EnvBind); ok && v != "" && v != "core" && v != "none" {
 		return bad(EnvBind, v, `want "core" or "none"`)
 	}
+	if v, ok := lookup(EnvShmPut); ok && v != "" && v != "auto" && v != "rings" && v != "attach" {
+		return bad(EnvShmPut, v, `want "auto", "rings" or "attach"`)
+	}
 	return o, nil
+}
+
+// formatCPUList writes cpus (increasing) as parseCPUList reads them, with
+// ranges: [0 2 4 5 6 7] as "0,2,4-7".
+func formatCPUList(cpus []int) string {
+	var b []byte
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(cpus[i]), 10)
+		if j > i {
+			b = append(b, '-')
+			b = strconv.AppendInt(b, int64(cpus[j]), 10)
+		}
+		i = j + 1
+	}
+	return string(b)
 }
 
 // fromEnv is withEnv of the process's environment.
