@@ -51,15 +51,18 @@ func (e *PartialError) Error() string {
 func (e *PartialError) Is(target error) bool { return target == ErrPartial }
 
 func statusOf(st endpoint.Status, elem int) Status {
-	n := st.Count
+	return Status{Source: int(st.Source), Tag: int(st.Tag), Count: elements(st.Count, elem), Bytes: st.Count, Err: st.Err}
+}
+
+// elements returns how many whole elements of elem bytes n bytes hold.
+func elements(n, elem int) int {
 	switch elem {
 	case 1:
+		return n
 	case 2, 4, 8, 16: // the common sizes: a shift, not a division
-		n >>= bits.TrailingZeros(uint(elem))
-	default:
-		n /= elem
+		return n >> bits.TrailingZeros(uint(elem))
 	}
-	return Status{Source: int(st.Source), Tag: int(st.Tag), Count: n, Bytes: st.Count, Err: st.Err}
+	return n / elem
 }
 
 // checkWhole sets a received message's status error to a *PartialError if

@@ -30,18 +30,31 @@ type Request[T any] struct {
 
 // finish computes the final status once (unpacking a layout receive).
 func (q *Request[T]) finish() Status {
-	if !q.finished {
-		q.finished = true
-		q.release()
-		q.st = statusOf(q.r.Status(), q.size)
-		checkWhole(&q.st, q.size)
-		if q.unpack != nil && !errors.Is(q.st.Err, endpoint.ErrCancelled) {
-			if err := q.unpack(q.st.Bytes); err != nil && q.st.Err == nil {
-				q.st.Err = err
-			}
+	q.settle()
+	return q.st
+}
+
+// settle computes the final status into q.st once. It writes the fields
+// one by one, and done reads the error alone: a Status built as a value
+// and copied went through the stack as 8-byte stores read back as 16-byte
+// loads, which the processor cannot forward (perf: a third of a
+// completion's time in mbw_mr).
+func (q *Request[T]) settle() {
+	if q.finished {
+		return
+	}
+	q.finished = true
+	q.release()
+	es := q.r.Status() // four fields: the compiler keeps it in registers
+	st := &q.st
+	st.Source, st.Tag, st.Bytes, st.Err = int(es.Source), int(es.Tag), es.Count, es.Err
+	st.Count = elements(es.Count, q.size)
+	checkWhole(st, q.size)
+	if q.unpack != nil && !errors.Is(st.Err, endpoint.ErrCancelled) {
+		if err := q.unpack(st.Bytes); err != nil && st.Err == nil {
+			st.Err = err
 		}
 	}
-	return q.st
 }
 
 // recycle readies q, new or complete, for another operation on c.
@@ -158,4 +171,7 @@ func (q *Request[T]) parts() (*endpoint.Request, *fiber.Waiter, *CollRequest) {
 	}
 	return q.r, q.w, nil
 }
-func (q *Request[T]) done() error { return q.finish().Err }
+func (q *Request[T]) done() error {
+	q.settle()
+	return q.st.Err
+}
