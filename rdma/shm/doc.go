@@ -106,7 +106,7 @@
 //     owner takes no part. A Put racing with the owner's Deregister (a
 //     protocol error of the layer above, which deregisters only after the
 //     peer said it is done) may still write the buffer.
-//   - copy: Put writes the bytes as chunks (a quarter of a ring each) into
+//   - copy: Put writes the bytes as chunks (an eighth of a ring each) into
 //     the owner's ring; the owner's Progress copies each into the
 //     registration, found by key and checked again, before it delivers
 //     any packet sent after the Put. Get sends a request that the owner's

@@ -373,30 +373,29 @@ func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []b
 	if o.self || !o.ringPut {
 		return false, t.Put(owner, r, off, src)
 	}
-	wrote := false
-	o.mu.lock()
-	if o.dead {
-		o.mu.unlock()
-		return false, rdma.ErrClosed
-	}
-	for len(o.puts) == 0 && len(src) > 0 {
-		n := o.putChunk(r, off, src)
-		if n == 0 {
-			break
+	// One chunk per turn of the lock, as in putCopy: senders of small
+	// packets to the same process wait for one chunk's copy at most.
+	for len(src) > 0 {
+		o.mu.lock()
+		if o.dead {
+			o.mu.unlock()
+			return false, rdma.ErrClosed
 		}
-		wrote = true
+		n := 0
+		if len(o.puts) == 0 {
+			n = o.putChunk(r, off, src)
+		}
+		if n == 0 {
+			o.puts = append(o.puts, startedPut{r: r, off: off, src: src, done: done})
+			t.putting.Add(1)
+			o.mu.unlock()
+			return true, nil
+		}
+		o.mu.unlock()
+		o.wake() // the owner may copy this chunk out while the next goes in
 		src, off = src[n:], off+uint64(n)
 	}
-	pending := len(src) > 0
-	if pending {
-		o.puts = append(o.puts, startedPut{r: r, off: off, src: src, done: done})
-		t.putting.Add(1)
-	}
-	o.mu.unlock()
-	if wrote {
-		o.wake()
-	}
-	return pending, nil
+	return false, nil
 }
 
 // pushPuts writes the chunks of started Puts that fit in their rings and

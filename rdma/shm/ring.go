@@ -204,7 +204,7 @@ func newOutRing(seg *segment, ring int, proc, pid int) *outRing {
 	ctl, data := seg.ring(ring)
 	o := &outRing{ctl: ctl, data: data, size: uint64(len(data)), mask: uint64(len(data) - 1), seg: seg, proc: proc, pid: pid}
 	o.pidfd.Store(-1)
-	o.chunk = len(data)/4 - headSize
+	o.chunk = len(data) / 8 // a power of two: a message of one is one chunk
 	o.raceSync = raceSyncFor(seg.dev, seg.ino, ring)
 	// The consumer may have run before (it never has: the ring is new),
 	// but start from what the ring says, not from zero.
