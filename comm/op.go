@@ -1,6 +1,10 @@
 package comm
 
-import "cmp"
+import (
+	"cmp"
+	"reflect"
+	"unsafe"
+)
 
 // Integer is the constraint of the bitwise operations.
 type Integer interface {
@@ -52,18 +56,32 @@ func (o Op[T]) Apply(in, inout []T) {
 // valid reports whether o was made by NewOp or a predefined constructor.
 func (o Op[T]) valid() bool { return o.fn != nil }
 
-// Sum adds.
+// Sum adds. On float32 and float64 elements (and types defined on them)
+// it adds with vector instructions where the processor has them (AVX2 on
+// amd64), with the same results as the loop: each element is one IEEE
+// addition either way.
 func Sum[T Number]() Op[T] {
-	return Op[T]{name: "sum", commutative: true, fn: func(in, inout []T) {
+	fn := func(in, inout []T) {
+		in = in[:len(inout)] // one bounds check, not one per element
 		for i := range inout {
 			inout[i] = in[i] + inout[i]
 		}
-	}}
+	}
+	// Safety (retype): the kind says T's underlying type is float32
+	// (float64), so the slices hold exactly such numbers.
+	switch reflect.TypeFor[T]().Kind() {
+	case reflect.Float32:
+		fn = func(in, inout []T) { addFloat32(retype[float32](in[:len(inout)]), retype[float32](inout)) }
+	case reflect.Float64:
+		fn = func(in, inout []T) { addFloat64(retype[float64](in[:len(inout)]), retype[float64](inout)) }
+	}
+	return Op[T]{name: "sum", commutative: true, fn: fn}
 }
 
 // Prod multiplies.
 func Prod[T Number]() Op[T] {
 	return Op[T]{name: "prod", commutative: true, fn: func(in, inout []T) {
+		in = in[:len(inout)] // one bounds check, not one per element
 		for i := range inout {
 			inout[i] = in[i] * inout[i]
 		}
@@ -73,6 +91,7 @@ func Prod[T Number]() Op[T] {
 // Min takes the minimum (NaNs as the built-in min does).
 func Min[T cmp.Ordered]() Op[T] {
 	return Op[T]{name: "min", commutative: true, fn: func(in, inout []T) {
+		in = in[:len(inout)] // one bounds check, not one per element
 		for i := range inout {
 			inout[i] = min(in[i], inout[i])
 		}
@@ -82,6 +101,7 @@ func Min[T cmp.Ordered]() Op[T] {
 // Max takes the maximum (NaNs as the built-in max does).
 func Max[T cmp.Ordered]() Op[T] {
 	return Op[T]{name: "max", commutative: true, fn: func(in, inout []T) {
+		in = in[:len(inout)] // one bounds check, not one per element
 		for i := range inout {
 			inout[i] = max(in[i], inout[i])
 		}
@@ -92,6 +112,7 @@ func Max[T cmp.Ordered]() Op[T] {
 // true; in Go use a bool type, or Band on 0/1 integers.)
 func Land[T ~bool]() Op[T] {
 	return Op[T]{name: "land", commutative: true, fn: func(in, inout []T) {
+		in = in[:len(inout)] // one bounds check, not one per element
 		for i := range inout {
 			inout[i] = in[i] && inout[i]
 		}
@@ -101,6 +122,7 @@ func Land[T ~bool]() Op[T] {
 // Lor is logical or.
 func Lor[T ~bool]() Op[T] {
 	return Op[T]{name: "lor", commutative: true, fn: func(in, inout []T) {
+		in = in[:len(inout)] // one bounds check, not one per element
 		for i := range inout {
 			inout[i] = in[i] || inout[i]
 		}
@@ -110,6 +132,7 @@ func Lor[T ~bool]() Op[T] {
 // Lxor is logical exclusive or.
 func Lxor[T ~bool]() Op[T] {
 	return Op[T]{name: "lxor", commutative: true, fn: func(in, inout []T) {
+		in = in[:len(inout)] // one bounds check, not one per element
 		for i := range inout {
 			inout[i] = in[i] != inout[i]
 		}
@@ -119,6 +142,7 @@ func Lxor[T ~bool]() Op[T] {
 // Band is bitwise and.
 func Band[T Integer]() Op[T] {
 	return Op[T]{name: "band", commutative: true, fn: func(in, inout []T) {
+		in = in[:len(inout)] // one bounds check, not one per element
 		for i := range inout {
 			inout[i] = in[i] & inout[i]
 		}
@@ -128,6 +152,7 @@ func Band[T Integer]() Op[T] {
 // Bor is bitwise or.
 func Bor[T Integer]() Op[T] {
 	return Op[T]{name: "bor", commutative: true, fn: func(in, inout []T) {
+		in = in[:len(inout)] // one bounds check, not one per element
 		for i := range inout {
 			inout[i] = in[i] | inout[i]
 		}
@@ -137,6 +162,7 @@ func Bor[T Integer]() Op[T] {
 // Bxor is bitwise exclusive or.
 func Bxor[T Integer]() Op[T] {
 	return Op[T]{name: "bxor", commutative: true, fn: func(in, inout []T) {
+		in = in[:len(inout)] // one bounds check, not one per element
 		for i := range inout {
 			inout[i] = in[i] ^ inout[i]
 		}
@@ -154,6 +180,7 @@ type ValueIndex[V cmp.Ordered] struct {
 // smallest index.
 func MinLoc[V cmp.Ordered]() Op[ValueIndex[V]] {
 	return Op[ValueIndex[V]]{name: "minloc", commutative: true, fn: func(in, inout []ValueIndex[V]) {
+		in = in[:len(inout)] // one bounds check, not one per element
 		for i := range inout {
 			a, b := in[i], inout[i]
 			if c := cmp.Compare(a.Value, b.Value); c < 0 || c == 0 && a.Index < b.Index {
@@ -167,6 +194,7 @@ func MinLoc[V cmp.Ordered]() Op[ValueIndex[V]] {
 // smallest index.
 func MaxLoc[V cmp.Ordered]() Op[ValueIndex[V]] {
 	return Op[ValueIndex[V]]{name: "maxloc", commutative: true, fn: func(in, inout []ValueIndex[V]) {
+		in = in[:len(inout)] // one bounds check, not one per element
 		for i := range inout {
 			a, b := in[i], inout[i]
 			if c := cmp.Compare(a.Value, b.Value); c > 0 || c == 0 && a.Index < b.Index {
@@ -175,3 +203,7 @@ func MaxLoc[V cmp.Ordered]() Op[ValueIndex[V]] {
 		}
 	}}
 }
+
+// retype views s as a slice of U. The caller guarantees that T and U have
+// the same size and representation (a type and its underlying type).
+func retype[U, T any](s []T) []U { return view[U](unsafe.Pointer(unsafe.SliceData(s)), len(s)) }
