@@ -108,17 +108,20 @@ func buildReduce[T any](s *sched, send, recv []T, op Op[T], root int) {
 func buildAllreduce[T any](s *sched, send, recv []T, op Op[T]) {
 	p := s.x.size()
 	n := len(send)
-	if same, _ := overlap(send, recv); !same {
+	same, _ := overlap(send, recv)
+	if p > 1 && op.commutative && n >= p && n*int(unsafe.Sizeof(*new(T))) >= ringAllreduceMin {
+		if same {
+			send = nil // in place: recv holds the contribution
+		}
+		buildRingAllreduce(s, send, recv, op)
+		return
+	}
+	if !same {
 		localCopy(s, recv, send)
 	}
-	if p == 1 {
-		return
+	if p > 1 {
+		buildRecDoubling(s, recv, op)
 	}
-	if op.commutative && n >= p && n*int(unsafe.Sizeof(*new(T))) >= ringAllreduceMin {
-		buildRingAllreduce(s, recv, op)
-		return
-	}
-	buildRecDoubling(s, recv, op)
 }
 
 func buildRecDoubling[T any](s *sched, acc []T, op Op[T]) {
@@ -176,18 +179,32 @@ func chunk(n, p, i int) (lo, hi int) {
 	return lo, hi
 }
 
-func buildRingAllreduce[T any](s *sched, acc []T, op Op[T]) {
+func buildRingAllreduce[T any](s *sched, send, acc []T, op Op[T]) {
 	p, r := s.x.size(), s.x.rank
 	n := len(acc)
 	next, prev := (r+1)%p, (r-1+p)%p
 	lo0, hi0 := chunk(n, p, 0)
 	tmp := scratch[T](s, hi0-lo0)
 	// Reduce-scatter: after p−1 steps rank r holds chunk r+1 complete.
+	// With a separate send (not in place), acc gets each chunk of send
+	// only when it is reduced, in cache, and never chunk r, which is sent
+	// from send and then received whole in the allgather: 1/p less
+	// copying than a copy of the whole vector first.
 	for k := range p - 1 {
 		slo, shi := chunk(n, p, (r-k+p)%p)
 		rlo, rhi := chunk(n, p, (r-k-1+2*p)%p)
-		in := tmp[:rhi-rlo]
-		s.add(s.one(prev, b(in)), s.one(next, b(acc[slo:shi])), func() { op.fn(in, acc[rlo:rhi]) })
+		in, out := tmp[:rhi-rlo], acc[slo:shi]
+		if k == 0 && send != nil {
+			out = send[slo:shi]
+		}
+		reduce := func() { op.fn(in, acc[rlo:rhi]) }
+		if send != nil {
+			reduce = func() {
+				copy(acc[rlo:rhi], send[rlo:rhi])
+				op.fn(in, acc[rlo:rhi])
+			}
+		}
+		s.add(s.one(prev, b(in)), s.one(next, b(out)), reduce)
 	}
 	// Allgather the complete chunks around the ring.
 	for k := range p - 1 {

@@ -244,6 +244,47 @@ func TestReductionsFloat64(t *testing.T) {
 	})
 }
 
+// TestRingAllreduce: vectors above ringAllreduceMin take the ring
+// (reduce-scatter, then allgather; sizes() stays below it under -race and
+// -short), out of place, in place and nonblocking, in chunks that do not
+// divide evenly.
+func TestRingAllreduce(t *testing.T) {
+	forEachSize(t, func(c *Comm[float64]) error {
+		p, r := c.Size(), c.Rank()
+		n := ringAllreduceMin/8 + 13
+		in := vecOf(p, n, func(r, i int) float64 { return float64((r*29 + i*13) % 2048) })
+		for _, op := range []Op[float64]{Sum[float64](), Max[float64]()} {
+			want := refFold(op, in)
+			name := fmt.Sprintf("%s n=%d", op.Name(), n)
+			got := make([]float64, n)
+			if err := c.Allreduce(in[r], got, op); err != nil {
+				return err
+			}
+			if err := diff(name+" Allreduce", got, want); err != nil {
+				return err
+			}
+			inplace := slices.Clone(in[r])
+			if err := c.Allreduce(inplace, inplace, op); err != nil {
+				return err
+			}
+			if err := diff(name+" Allreduce in place", inplace, want); err != nil {
+				return err
+			}
+			q, err := c.Iallreduce(in[r], got, op)
+			if err != nil {
+				return err
+			}
+			if err := q.Wait(); err != nil {
+				return err
+			}
+			if err := diff(name+" Iallreduce", got, want); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 func TestReductionsNonCommutative(t *testing.T) {
 	forEachSize(t, func(c *Comm[affine]) error {
 		p := c.Size()
