@@ -84,12 +84,12 @@ func TestBcast(t *testing.T) {
 	})
 }
 
-// reduceCase is a reduction to check: an op and inputs per rank.
-func checkReductions[T comparable](c *Comm[T], op Op[T], in [][]T, name string) error {
-	p, r := c.Size(), c.Rank()
+// checkAllreduce checks Allreduce out of place and in place, and
+// Iallreduce, of in (one vector per rank) with op against refFold.
+func checkAllreduce[T comparable](c *Comm[T], op Op[T], in [][]T, name string) error {
+	r := c.Rank()
 	want := refFold(op, in)
 	n := len(in[0])
-	// Allreduce, out of place and in place.
 	got := make([]T, n)
 	if err := c.Allreduce(in[r], got, op); err != nil {
 		return err
@@ -104,7 +104,6 @@ func checkReductions[T comparable](c *Comm[T], op Op[T], in [][]T, name string) 
 	if err := diff(name+" Allreduce in place", inplace, want); err != nil {
 		return err
 	}
-	// Iallreduce.
 	got2 := make([]T, n)
 	q, err := c.Iallreduce(in[r], got2, op)
 	if err != nil {
@@ -122,7 +121,16 @@ func checkReductions[T comparable](c *Comm[T], op Op[T], in [][]T, name string) 
 			return err
 		}
 	}
-	if err := diff(name+" Iallreduce", got2, want); err != nil {
+	return diff(name+" Iallreduce", got2, want)
+}
+
+// checkReductions checks every reduction of in (one vector per rank) with
+// op against refFold.
+func checkReductions[T comparable](c *Comm[T], op Op[T], in [][]T, name string) error {
+	p, r := c.Size(), c.Rank()
+	want := refFold(op, in)
+	n := len(in[0])
+	if err := checkAllreduce(c, op, in, name); err != nil {
 		return err
 	}
 	// Reduce to every root (a few, for large p).
@@ -250,34 +258,10 @@ func TestReductionsFloat64(t *testing.T) {
 // divide evenly.
 func TestRingAllreduce(t *testing.T) {
 	forEachSize(t, func(c *Comm[float64]) error {
-		p, r := c.Size(), c.Rank()
 		n := ringAllreduceMin/8 + 13
-		in := vecOf(p, n, func(r, i int) float64 { return float64((r*29 + i*13) % 2048) })
+		in := vecOf(c.Size(), n, func(r, i int) float64 { return float64((r*29 + i*13) % 2048) })
 		for _, op := range []Op[float64]{Sum[float64](), Max[float64]()} {
-			want := refFold(op, in)
-			name := fmt.Sprintf("%s n=%d", op.Name(), n)
-			got := make([]float64, n)
-			if err := c.Allreduce(in[r], got, op); err != nil {
-				return err
-			}
-			if err := diff(name+" Allreduce", got, want); err != nil {
-				return err
-			}
-			inplace := slices.Clone(in[r])
-			if err := c.Allreduce(inplace, inplace, op); err != nil {
-				return err
-			}
-			if err := diff(name+" Allreduce in place", inplace, want); err != nil {
-				return err
-			}
-			q, err := c.Iallreduce(in[r], got, op)
-			if err != nil {
-				return err
-			}
-			if err := q.Wait(); err != nil {
-				return err
-			}
-			if err := diff(name+" Iallreduce", got, want); err != nil {
+			if err := checkAllreduce(c, op, in, fmt.Sprintf("%s n=%d", op.Name(), n)); err != nil {
 				return err
 			}
 		}

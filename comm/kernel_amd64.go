@@ -15,28 +15,20 @@ var useAVX2 = cpu.X86.HasAVX2
 //	for i := range inout {
 //		inout[i] = in[i] + inout[i]
 //	}
-func addFloat32(in, inout []float32) {
-	in = in[:len(inout)]
-	done := 0
-	if blocks := len(inout) / 32; useAVX2 && blocks > 0 {
-		// Safety: both slices hold blocks*32 elements at least.
-		addFloat32AVX2(&inout[0], &in[0], blocks)
-		done = blocks * 32
-	}
-	rest, src := inout[done:], in[done:]
-	for i := range rest {
-		rest[i] = src[i] + rest[i]
-	}
-}
+func addFloat32(in, inout []float32) { addBlocks(in, inout, 32, addFloat32AVX2) }
 
 // addFloat64 is addFloat32 for float64, in blocks of 16.
-func addFloat64(in, inout []float64) {
+func addFloat64(in, inout []float64) { addBlocks(in, inout, 16, addFloat64AVX2) }
+
+// addBlocks adds in into inout: whole blocks of per elements with kernel
+// (when the processor has AVX2), the rest with the loop.
+func addBlocks[F float32 | float64](in, inout []F, per int, kernel func(dst, src *F, blocks int)) {
 	in = in[:len(inout)]
 	done := 0
-	if blocks := len(inout) / 16; useAVX2 && blocks > 0 {
-		// Safety: both slices hold blocks*16 elements at least.
-		addFloat64AVX2(&inout[0], &in[0], blocks)
-		done = blocks * 16
+	if blocks := len(inout) / per; useAVX2 && blocks > 0 {
+		// Safety: both slices hold blocks*per elements at least.
+		kernel(&inout[0], &in[0], blocks)
+		done = blocks * per
 	}
 	rest, src := inout[done:], in[done:]
 	for i := range rest {
