@@ -14,8 +14,10 @@
 // first fence each process maps its peers' segments (Config.Peers: the
 // other processes of the node) and reads each peer's probe word with
 // process_vm_readv: if that works, Put and Get towards that peer use
-// cross-memory attach, else copies through the rings (Name reports
-// "shm+cma", "shm+copy" or "shm+cma+copy"). After the second fence every
+// cross-memory attach (Put copies through the rings instead with
+// Config.RingPuts), else copies through the rings (Name reports
+// "shm+cma", "shm+copy" or "shm+cma+copy", and "shm+cma+ringput" with
+// RingPuts). After the second fence every
 // process removes the node's segment files: from then on the segments
 // exist only as mappings, so nothing is left in /dev/shm however the
 // processes end, kill -9 included. (A process killed between the two
