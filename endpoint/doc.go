@@ -97,7 +97,8 @@
 // The options a user sets at launch have environment variables, which fill
 // the Options fields a program leaves at zero: FIBERMPI_WORKERS,
 // FIBERMPI_EAGER_LIMIT, FIBERMPI_PROGRESS and FIBERMPI_PIN (EnvWorkers ...
-// EnvPin), besides FIBERMPI_BIND, FIBERMPI_TRANSPORT and FIBERMPI_TRACE
+// EnvPin), besides FIBERMPI_BIND, FIBERMPI_SHM_PUT, FIBERMPI_TRANSPORT and
+// FIBERMPI_TRACE
 // (checked too). Init rejects a
 // bad value with an *EnvError naming the variable. The table of every
 // FIBERMPI_ variable is doc/ENVIRONMENT.md in the repository.
