@@ -98,9 +98,8 @@
 // the Options fields a program leaves at zero: FIBERMPI_WORKERS,
 // FIBERMPI_EAGER_LIMIT, FIBERMPI_PROGRESS and FIBERMPI_PIN (EnvWorkers ...
 // EnvPin), besides FIBERMPI_BIND, FIBERMPI_SHM_PUT, FIBERMPI_TRANSPORT and
-// FIBERMPI_TRACE
-// (checked too). Init rejects a
-// bad value with an *EnvError naming the variable. The table of every
+// FIBERMPI_TRACE (checked too). Init rejects a bad value with an *EnvError
+// naming the variable. The table of every
 // FIBERMPI_ variable is doc/ENVIRONMENT.md in the repository.
 //
 // # Requests and statuses: this is the low-level shape
