@@ -19,9 +19,9 @@ import (
 )
 
 // TestProcessesBoundToOwnCPUs: two processes of one node with one worker
-// each are bound to half of the CPUs each, different halves, and (each
-// having a CPU) Put through the shared-memory rings; with FIBERMPI_BIND=none
-// neither is bound, and with FIBERMPI_SHM_PUT=attach Puts attach.
+// each are bound to half of the CPUs each, different halves, and Put
+// through the shared-memory rings; with FIBERMPI_BIND=none neither is
+// bound, and with FIBERMPI_SHM_PUT=attach Puts attach.
 func TestProcessesBoundToOwnCPUs(t *testing.T) {
 	if fmpitest.Child() {
 		bindChild(t)
@@ -73,7 +73,7 @@ func TestProcessesBoundToOwnCPUs(t *testing.T) {
 			t.Errorf("%s, want %s (the monitor thread when the worker fills the share)", m[0], want)
 		}
 	}
-	// Each process has a CPU: Puts go through the rings.
+	// By default Puts go through the rings.
 	transport := regexp.MustCompile(`rank (\d) transport (.*)`)
 	checkPuts := func(out string, want bool, how string) {
 		t.Helper()
@@ -87,7 +87,7 @@ func TestProcessesBoundToOwnCPUs(t *testing.T) {
 			}
 		}
 	}
-	checkPuts(out, true, "two processes, two CPUs")
+	checkPuts(out, true, "by default")
 	out, err = fmpitest.RunTest(t, 2, fmpitest.Options{Env: []string{endpoint.EnvBind + "=none", endpoint.EnvShmPut + "=attach"}})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

@@ -28,13 +28,15 @@ const (
 	// such as "0,2,4-7" (pin worker i to its i-th CPU, round robin).
 	EnvPin = "FIBERMPI_PIN"
 	// EnvShmPut chooses how a rendezvous message's bytes go to another
-	// process of the node: "rings" copies them through the shared-memory
-	// rings (the sender copies chunks in while the receiver's progress
-	// copies them out, on two CPUs at once), "attach" makes one
-	// process_vm_writev of the sender's (the receiver takes no part), and
-	// "auto", the default, takes rings when the node's processes may use
-	// at least as many CPUs as they are, attach otherwise. rings measured
-	// 2.3× attach's bandwidth at 1 MiB (BENCHMARKS.md, issue 12).
+	// process of the node: "rings" (the default; "auto" is the same)
+	// copies them through the shared-memory rings, the sender copying
+	// chunks in while the receiver's progress copies them out, and falls
+	// back to one process_vm_writev for the rest of a message whose
+	// receiver stops taking chunks for 50 µs; "attach" always makes one
+	// process_vm_writev of the sender's (the receiver takes no part).
+	// rings measured about 2× attach's bandwidth between two processes at
+	// 16 KiB–4 MiB, and more with processes oversubscribing the CPUs
+	// (BENCHMARKS.md, issue 12).
 	EnvShmPut = "FIBERMPI_SHM_PUT"
 )
 
@@ -131,28 +133,6 @@ func (o Options) withEnv(lookup func(string) (string, bool)) (Options, error) {
 		return bad(EnvShmPut, v, `want "auto", "rings" or "attach"`)
 	}
 	return o, nil
-}
-
-// formatCPUList writes cpus (increasing) as parseCPUList reads them, with
-// ranges: [0 2 4 5 6 7] as "0,2,4-7".
-func formatCPUList(cpus []int) string {
-	var b []byte
-	for i := 0; i < len(cpus); {
-		j := i
-		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
-			j++
-		}
-		if len(b) > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(cpus[i]), 10)
-		if j > i {
-			b = append(b, '-')
-			b = strconv.AppendInt(b, int64(cpus[j]), 10)
-		}
-		i = j + 1
-	}
-	return string(b)
 }
 
 // fromEnv is withEnv of the process's environment.

@@ -2,7 +2,6 @@ package endpoint
 
 import (
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 
@@ -92,59 +91,5 @@ func TestInitEnv(t *testing.T) {
 	t.Setenv(EnvProgress, "sometimes")
 	if _, err := Init(ThreadSingle, Options{}); err == nil || !strings.Contains(err.Error(), EnvProgress) {
 		t.Fatalf("Init with FIBERMPI_PROGRESS=sometimes: %v", err)
-	}
-}
-
-// TestFormatCPUList: formatCPUList writes ranges that parseCPUList reads
-// back as the same list.
-func TestFormatCPUList(t *testing.T) {
-	for _, c := range []struct {
-		cpus []int
-		want string
-	}{
-		{[]int{0}, "0"},
-		{[]int{0, 1}, "0-1"},
-		{[]int{0, 2, 4, 5, 6, 7}, "0,2,4-7"},
-		{[]int{3, 5, 6, 9}, "3,5-6,9"},
-		{nil, ""},
-	} {
-		got := formatCPUList(c.cpus)
-		if got != c.want {
-			t.Errorf("formatCPUList(%v) = %q, want %q", c.cpus, got, c.want)
-		}
-		if len(c.cpus) == 0 {
-			continue
-		}
-		back, err := parseCPUList(got)
-		if err != nil || !slices.Equal(back, c.cpus) {
-			t.Errorf("parseCPUList(%q) = %v, %v; want %v", got, back, err, c.cpus)
-		}
-	}
-}
-
-// TestRingPuts: by default Puts go through the rings when the node's
-// processes may use at least as many CPUs as they are, together; not when
-// they share fewer, nor when a process's CPUs are unknown; FIBERMPI_SHM_PUT
-// overrides.
-func TestRingPuts(t *testing.T) {
-	p := &Process{rank: 1}
-	peers := []peer{{cpus: []int{0}}, {cpus: []int{1}}, {cpus: []int{0, 1}}, {cpus: nil}}
-	for _, c := range []struct {
-		env  string
-		same []int
-		want bool
-	}{
-		{"", []int{0}, true},        // {0} ∪ {1}: 2 CPUs, 2 processes
-		{"", []int{0, 2}, false},    // 2 CPUs, 3 processes
-		{"", []int{2}, true},        // {0,1} ∪ {1}
-		{"", []int{3}, false},       // unknown
-		{"auto", []int{0}, true},    //
-		{"attach", []int{0}, false}, //
-		{"rings", []int{0, 2}, true},
-	} {
-		t.Setenv(EnvShmPut, c.env)
-		if got := p.ringPuts(peers, slices.Clone(c.same)); got != c.want {
-			t.Errorf("%s=%q, peers %v: ringPuts %v, want %v", EnvShmPut, c.env, c.same, got, c.want)
-		}
 	}
 }

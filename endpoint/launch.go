@@ -113,7 +113,7 @@ func (p *Process) connect() (rdma.Transport, error) {
 		// Every process takes part in shm.New's fences, with or without
 		// peers of its own node, so that none waits for another.
 		tr, err := shm.New(shm.Config{Exchange: p.boot, Layout: p.layout, Peers: same, PayloadSize: p.opts.PayloadSize,
-			RingPuts: p.ringPuts(peers, same)})
+			RingPuts: os.Getenv(EnvShmPut) != "attach"})
 		if err != nil {
 			return nil, fmt.Errorf("%w: shared memory: %w", ErrJob, err)
 		}
@@ -171,23 +171,17 @@ type peer struct {
 	host  string // bootstrap.Bootstrap.Host
 	pid   int    // 0 if unknown
 	pidns string // the pid namespace ("pid:[4026531836]"), "" if unknown
-	cpus  []int  // the CPUs it may run on; nil if unknown
 }
 
-// peers exchanges the processes' host identities, pids, pid namespaces
-// and allowed CPUs through the bootstrap, in one fence.
+// peers exchanges the processes' host identities, pids and pid namespaces
+// through the bootstrap, in one fence.
 func (p *Process) peers() ([]peer, error) {
-	const hostKey, pidKey, cpuKey = "fibermpi/host", "fibermpi/pid", "fibermpi/cpus"
+	const hostKey, pidKey = "fibermpi/host", "fibermpi/pid"
 	if err := p.boot.Put(hostKey, []byte(p.boot.Host())); err != nil {
 		return nil, fmt.Errorf("%w: publishing the host: %w", ErrJob, err)
 	}
 	if err := p.boot.Put(pidKey, []byte(strconv.Itoa(os.Getpid())+" "+pidNamespace())); err != nil {
 		return nil, fmt.Errorf("%w: publishing the pid: %w", ErrJob, err)
-	}
-	if cpus, err := allowedCPUs(); err == nil {
-		if err := p.boot.Put(cpuKey, []byte(formatCPUList(cpus))); err != nil {
-			return nil, fmt.Errorf("%w: publishing the CPUs: %w", ErrJob, err)
-		}
 	}
 	if err := p.boot.Fence(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrJob, err)
@@ -204,36 +198,8 @@ func (p *Process) peers() ([]peer, error) {
 			all[q].pid, _ = strconv.Atoi(pid)
 			all[q].pidns = ns
 		}
-		if v, err := p.boot.Get(q, cpuKey); err == nil {
-			all[q].cpus, _ = parseCPUList(string(v))
-		}
 	}
 	return all, nil
-}
-
-// ringPuts decides shm.Config.RingPuts for this process, whose node's
-// processes are same (this one excluded): EnvShmPut, or by default
-// whether every process of the node can have a CPU of its own (the CPUs
-// they may use, together, are at least as many as they are), which a
-// Put through the rings needs: the owner copies each chunk out while the
-// sender copies the next one in.
-func (p *Process) ringPuts(peers []peer, same []int) bool {
-	switch os.Getenv(EnvShmPut) {
-	case "rings":
-		return true
-	case "attach":
-		return false
-	}
-	cpus := make(map[int]bool)
-	for _, q := range append(same, p.rank) {
-		if peers[q].cpus == nil {
-			return false // unknown: attach needs nothing of the owner
-		}
-		for _, c := range peers[q].cpus {
-			cpus[c] = true
-		}
-	}
-	return len(cpus) >= len(same)+1
 }
 
 // pidNamespace names this process's pid namespace, or "" if unknown.

@@ -81,12 +81,14 @@ type Config struct {
 	// cross-memory attach works; Get still uses it. Two copies, the
 	// sender's into the ring and the owner's out of it, run at once on
 	// two CPUs, and beat one process_vm_writev, which pins the owner's
-	// pages one by one, by about 2.3× at 1 MiB on the development machine
-	// (BENCHMARKS.md, issue 12). It needs the owner to run while the
-	// sender writes: set it when each process of the node has a CPU of
-	// its own. A Put ends once its last chunk is in the ring: one longer
-	// than the ring's room waits for the owner's progress to take the
-	// first chunks out (StartPut returns meanwhile; Put waits).
+	// pages one by one: about 2× at 16 KiB–4 MiB between two processes on
+	// the development machine, and ahead too with 3, 4 and 8 processes on
+	// its 2 CPUs (BENCHMARKS.md, issue 12). A ring that stays full for
+	// 50 µs (the owner is not running) makes the sender write the rest of
+	// that Put by cross-memory attach. A Put ends once its last chunk is
+	// in the ring: one longer than the ring's room waits for the owner's
+	// progress to take the first chunks out (StartPut returns meanwhile;
+	// Put waits).
 	RingPuts bool
 	// Dir is the directory of the segments, a tmpfs; "" means
 	// DefaultDir. The launcher removes Dir/fibermpi-<jobid>-* at the end
