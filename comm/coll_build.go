@@ -197,14 +197,13 @@ func buildRingAllreduce[T any](s *sched, send, acc []T, op Op[T]) {
 		if k == 0 && send != nil {
 			out = send[slo:shi]
 		}
-		reduce := func() { op.fn(in, acc[rlo:rhi]) }
-		if send != nil {
-			reduce = func() {
-				copy(acc[rlo:rhi], send[rlo:rhi])
-				op.fn(in, acc[rlo:rhi])
+		own := send // nil in place: acc holds this rank's chunk already
+		s.add(s.one(prev, b(in)), s.one(next, b(out)), func() {
+			if own != nil {
+				copy(acc[rlo:rhi], own[rlo:rhi])
 			}
-		}
-		s.add(s.one(prev, b(in)), s.one(next, b(out)), reduce)
+			op.fn(in, acc[rlo:rhi])
+		})
 	}
 	// Allgather the complete chunks around the ring.
 	for k := range p - 1 {

@@ -61,12 +61,7 @@ func (o Op[T]) valid() bool { return o.fn != nil }
 // amd64), with the same results as the loop: each element is one IEEE
 // addition either way.
 func Sum[T Number]() Op[T] {
-	fn := func(in, inout []T) {
-		in = in[:len(inout)] // one bounds check, not one per element
-		for i := range inout {
-			inout[i] = in[i] + inout[i]
-		}
-	}
+	var fn func(in, inout []T)
 	// Safety (retype): the kind says T's underlying type is float32
 	// (float64), so the slices hold exactly such numbers.
 	switch reflect.TypeFor[T]().Kind() {
@@ -74,6 +69,13 @@ func Sum[T Number]() Op[T] {
 		fn = func(in, inout []T) { addFloat32(retype[float32](in[:len(inout)]), retype[float32](inout)) }
 	case reflect.Float64:
 		fn = func(in, inout []T) { addFloat64(retype[float64](in[:len(inout)]), retype[float64](inout)) }
+	default:
+		fn = func(in, inout []T) {
+			in = in[:len(inout)] // one bounds check, not one per element
+			for i := range inout {
+				inout[i] = in[i] + inout[i]
+			}
+		}
 	}
 	return Op[T]{name: "sum", commutative: true, fn: fn}
 }

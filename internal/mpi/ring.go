@@ -40,11 +40,12 @@ func NewRing(c Comm, tag, n, slot int) (*Ring, error) {
 
 // Poll is one poll in one cgo call: it retires q's completed sends once
 // a batch of them is active, then reposts the slots consumed since the
-// last poll and tests the ring in order, returning how many slots from the
-// head are complete (at most max). When none is complete it tests the head again, up to
-// spin more times, returning as soon as one completes: a poller that
-// waits for a message passes spin > 0 to see it within one MPI_Test of
-// its arrival rather than one cgo call (while holding the lock longer).
+// last poll and tests the ring in order, returning how many slots from
+// the head are complete (at most max). When none is complete it tests
+// the head again, up to spin more times, returning as soon as one
+// completes: a poller that waits for a message passes spin > 0 to see it
+// within one MPI_Test of its arrival rather than one cgo call (while
+// holding the lock longer).
 func (r *Ring) Poll(q *SendQ, max, spin int) (int, error) {
 	// Safety: q.q and r.r are C memory (fmpi_sendq_new, fmpi_ring_new),
 	// never freed while the ring is in use; passed as integers, they are
