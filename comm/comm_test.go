@@ -301,14 +301,23 @@ func TestDoneAndWaitContext(t *testing.T) {
 	}
 }
 
-// TestZeroAllocs checks the eager contiguous Send/Recv path allocates
-// nothing: a goroutine rank echoes what the test's rank sends.
-func TestZeroAllocs(t *testing.T) {
+// allocRanks skips an allocation test where allocations are not the
+// program's (-race, -tags invariants), else returns two goroutine ranks of
+// one process (one worker), finalized at the test's end.
+func allocRanks(t *testing.T) []*endpoint.Endpoint {
+	t.Helper()
 	if testenv.RaceEnabled || invariants.Enabled {
 		t.Skip("the race detector and the invariants checks allocate")
 	}
 	p, eps := goroutineRanks(t, 2, endpoint.Options{Workers: 1})
-	defer p.Finalize()
+	t.Cleanup(func() { _ = p.Finalize() })
+	return eps
+}
+
+// TestZeroAllocs checks the eager contiguous Send/Recv path allocates
+// nothing: a goroutine rank echoes what the test's rank sends.
+func TestZeroAllocs(t *testing.T) {
+	eps := allocRanks(t)
 	const rounds = 200
 	done := make(chan struct{})
 	go func() {
@@ -635,11 +644,7 @@ func TestRequestReuseDone(t *testing.T) {
 // (sched.release): once a communicator has run one barrier, the next
 // allocate nothing, at either rank.
 func TestBarrierByMessagesAllocatesNothing(t *testing.T) {
-	if testenv.RaceEnabled || invariants.Enabled {
-		t.Skip("the race detector and the invariants checks allocate")
-	}
-	p, eps := goroutineRanks(t, 2, endpoint.Options{Workers: 1})
-	defer p.Finalize()
+	eps := allocRanks(t)
 	const rounds = 100
 	done := make(chan error, 1)
 	go func() {
