@@ -5,6 +5,8 @@ package mpi
 /*
 #cgo noescape fmpi_send
 #cgo nocallback fmpi_send
+#cgo noescape fmpi_send_top
+#cgo nocallback fmpi_send_top
 #cgo noescape fmpi_poll
 #cgo nocallback fmpi_poll
 #cgo noescape fmpi_sendq_test
@@ -42,9 +44,9 @@ func NewRing(c Comm, tag, n, slot int) (*Ring, error) {
 // a batch of them is active, then reposts the slots consumed since the
 // last poll and tests the ring in order, returning how many slots from
 // the head are complete (at most max). When none is complete it tests
-// the head again, up to spin more times, returning as soon as one
-// completes: a poller that waits for a message passes spin > 0 to see it
-// within one MPI_Test of its arrival rather than one cgo call (while
+// the head again, up to spin more times, returning as soon as it
+// completes (1): a poller that waits for a message passes spin > 0 to see
+// it within one MPI_Test of its arrival rather than one cgo call (while
 // holding the lock longer).
 func (r *Ring) Poll(q *SendQ, max, spin int) (int, error) {
 	// Safety: q.q and r.r are C memory (fmpi_sendq_new, fmpi_ring_new),
@@ -108,10 +110,23 @@ func NewSendQ(c Comm, slot int) (*SendQ, error) {
 // Send copies head then body into one buffer and starts sending it to dest
 // with tag: one cgo call, no allocation on the Go side. The send is not
 // tested here: Ring.Poll retires completed sends in batches, and Test does
-// at once.
+// at once. When a recycled buffer is free, the copy is Go's, into that C
+// buffer, and the cgo call takes only integers (no pointer check).
 func (q *SendQ) Send(head, body []byte, dest, tag int) error {
+	c := q.q
+	n := len(head) + len(body)
+	if c.nfree > 0 && c.active < c.cap && n <= q.slot {
+		// Safety: free_list is a C array of c.nfree buffers of q.slot
+		// bytes each (fmpi_sendq_recycle), all C memory no send uses;
+		// the top one is written here and sent by fmpi_send_top, which
+		// pops it, under the same lock.
+		top := *(**C.char)(unsafe.Add(unsafe.Pointer(c.free_list), (int(c.nfree)-1)*int(unsafe.Sizeof(c.free_list))))
+		b := unsafe.Slice((*byte)(unsafe.Pointer(top)), n)
+		copy(b[copy(b, head):], body)
+		return check("MPI_Isend", C.fmpi_send_top(C.uintptr_t(uintptr(unsafe.Pointer(c))), C.int(n), C.int(dest), C.int(tag)))
+	}
 	// Safety: C copies both during the call and keeps neither pointer.
-	return check("MPI_Isend", C.fmpi_send(q.q, bufPtr(head), C.int(len(head)), bufPtr(body), C.int(len(body)), C.int(dest), C.int(tag)))
+	return check("MPI_Isend", C.fmpi_send(c, bufPtr(head), C.int(len(head)), bufPtr(body), C.int(len(body)), C.int(dest), C.int(tag)))
 }
 
 // Test retires completed sends and returns how many are still active.

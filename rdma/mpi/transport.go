@@ -1006,10 +1006,17 @@ const maxBatch = 32
 // pollLocked retires completed sends, turns the complete ring slots into
 // arrivals (or answers them), and completes data transfers. When the ring
 // has nothing, the poll tests its head up to spin more times before it
-// returns (cmpi.Ring.Poll). The caller holds the MPI lock. It returns the
-// number of events handled.
+// returns (cmpi.Ring.Poll). A poll that follows an empty one takes only
+// the head: testing the slot after it, usually empty after a wait, would
+// run MPI's progress engine once more before the message is handled (0.1
+// µs of every one-way latency; BENCHMARKS.md, issue 17, session 9). The
+// caller holds the MPI lock. It returns the number of events handled.
 func (t *Transport) pollLocked(w, spin int) int {
-	k, err := t.ring.Poll(t.sendq, maxBatch, spin)
+	batch := maxBatch
+	if t.idle > 0 {
+		batch = 1
+	}
+	k, err := t.ring.Poll(t.sendq, batch, spin)
 	if err != nil {
 		t.cfg.Logf("mpi: process %d: %v", t.rank, err)
 	}
