@@ -206,6 +206,12 @@ const spinTime = 20 * time.Microsecond
 // runnable while it runs; the Wait that follows a spin without completion
 // arms it again. It does nothing for goroutines and within one process,
 // where senders deliver into posted receives themselves.
+//
+// Whether another fiber can run is asked every 8 polls, and after every
+// poll that handled something: that poll has most likely woken another
+// fiber of this worker (latency_mt's fibers wait for one answer each), and
+// every poll before the fiber yields delays that fiber (latency_mt -t 4
+// between two processes, 12 alternated pairs, medians: 1.28 → 1.16 µs).
 func (r *Request) spin(w *fiber.Waiter) bool {
 	p := r.ep.p
 	f := w.Fiber()
@@ -215,11 +221,11 @@ func (r *Request) spin(w *fiber.Waiter) bool {
 	r.ev.Disarm(w)
 	worker := f.Worker()
 	var start time.Time // read lazily: most spins end before the first look
-	for i := 0; ; i++ {
-		if i%8 == 0 && !f.WorkerIdle() {
+	for i, n := 0, 0; ; i++ {
+		if (i%8 == 0 || n > 0) && !f.WorkerIdle() {
 			break // another fiber can run: let it
 		}
-		p.progress(worker)
+		n = p.progress(worker)
 		if r.ev.Done() {
 			return true
 		}
