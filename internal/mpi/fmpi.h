@@ -213,6 +213,24 @@ static void fmpi_ring_abandon(fmpi_ring *r) {
 	(void)r;
 }
 
+// fmpi_ring_cancel cancels the ring's receives still posted and waits for
+// each, so that MPI_Finalize finds none pending (UCX prints a warning per
+// pending receive at finalize: 64 lines per process). Only Finalize calls
+// it, after the process's last use of MPI's matching: the wrong matches
+// fmpi_ring_abandon describes hit receives posted after such a cancel, and
+// none is posted after this one. A cancelled receive completes at once;
+// one that a message completed first is simply waited for.
+static int fmpi_ring_cancel(fmpi_ring *r) {
+	int err = MPI_SUCCESS;
+	for (int i = 0; i < r->n; i++) {
+		if (r->req[i] == MPI_REQUEST_NULL) continue;
+		int e = MPI_Cancel(&r->req[i]);
+		if (e == MPI_SUCCESS) e = MPI_Wait(&r->req[i], MPI_STATUS_IGNORE);
+		if (e != MPI_SUCCESS && err == MPI_SUCCESS) err = e;
+	}
+	return err;
+}
+
 // ---- Outgoing messages ---------------------------------------------------
 //
 // Each message is copied into a buffer of slot bytes (recycled through a

@@ -186,7 +186,8 @@ func initialize() (World, error) {
 	return w, nil
 }
 
-// Finalize frees fibermpi's communicator and calls MPI_Finalize on the
+// Finalize cancels the receives the transports' rings keep posted, frees
+// fibermpi's communicator and calls MPI_Finalize on the
 // MPI main thread (unless the program had initialized MPI itself: then it
 // is the program's to finalize). MPI_Finalize is collective in practice:
 // call it when this process is done with every peer. Later calls, and
@@ -206,8 +207,9 @@ func Finalize() error {
 	runMain(func() {
 		mu.Lock()
 		defer mu.Unlock()
+		err = cancelRings()
 		if world.Comm.c != C.fmpi_comm_null() {
-			err = check("MPI_Comm_free", C.fmpi_comm_free(&world.Comm.c))
+			err = errors.Join(err, check("MPI_Comm_free", C.fmpi_comm_free(&world.Comm.c)))
 		}
 		if ourInit {
 			err = errors.Join(err, check("MPI_Finalize", C.MPI_Finalize()))

@@ -16,6 +16,7 @@ package mpi
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 )
@@ -37,7 +38,23 @@ func NewRing(c Comm, tag, n, slot int) (*Ring, error) {
 	if err := check("MPI_Irecv", code); err != nil {
 		return nil, err // a ring that posted some receives is abandoned
 	}
+	rings = append(rings, r)
 	return &Ring{r: r, slot: slot}, nil
+}
+
+// rings are every ring made in this process, abandoned ones included:
+// Finalize cancels their receives. Under the lock.
+var rings []*C.fmpi_ring
+
+// cancelRings cancels the receives of every ring, for Finalize: nothing
+// may use a ring after it. The caller holds the lock.
+func cancelRings() error {
+	var err error
+	for _, r := range rings {
+		err = errors.Join(err, check("MPI_Cancel", C.fmpi_ring_cancel(r)))
+	}
+	rings = nil
+	return err
 }
 
 // Poll is one poll in one cgo call: it retires q's completed sends once

@@ -84,10 +84,13 @@
 // took cannot match a receive of the next. Started Puts' bytes have a tag
 // of their own because they go in the order of the owner's kPutGo
 // answers, not of the heads: on the data tag they could pair with the
-// receive of a Get's answer from the same process. A closed transport's ring keeps its receives posted
-// (cancelling them was unsafe on MPICH 4.0.2) and passes with its lane to
-// the next transport the process makes, with a new generation: messages
-// for an earlier generation are dropped. Sends and transfers a closed
+// receive of a Get's answer from the same process. A closed transport's
+// ring keeps its receives posted (cancelling them was unsafe on MPICH
+// 4.0.2: receives posted later matched wrong messages) and passes with its
+// lane to the next transport the process makes, with a new generation:
+// messages for an earlier generation are dropped. Finalize, after which no
+// receive is posted, cancels every ring's receives, so that MPI_Finalize
+// finds none pending (UCX warns about each). Sends and transfers a closed
 // transport leaves unfinished are not MPI_Request_free'd but kept and
 // tested until done (internal/mpi's Orphan, Reap): MPICH 4.0.2 loses a
 // freed send to this process itself (internal/mpi/testdata has a C

@@ -119,5 +119,13 @@ func run(size, iters, warm int) error {
 		d := time.Since(t0)
 		fmt.Printf("%-10d%18.2f\n", size, float64(d)/float64(time.Microsecond)/float64(2*iters))
 	}
+	if err := boot.Barrier(); err != nil { // both done with the transport
+		return err
+	}
+	if err := tr.Close(); err != nil {
+		return err
+	}
+	// Close's messages to the peer are in before MPI_Finalize (boot.Close)
+	// cancels the ring's receives: none arrives unmatched.
 	return boot.Barrier()
 }
