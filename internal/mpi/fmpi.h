@@ -315,7 +315,6 @@ static int fmpi_send_top(uintptr_t qp, int n, int dest, int tag) {
 	return MPI_SUCCESS;
 }
 
-
 static void fmpi_sendq_recycle(fmpi_sendq *q, char *b) {
 	if (q->nfree == q->free_cap) {
 		int cap = q->free_cap ? 2 * q->free_cap : 64;

@@ -137,7 +137,7 @@ func (q *SendQ) Send(head, body []byte, dest, tag int) error {
 		// bytes each (fmpi_sendq_recycle), all C memory no send uses;
 		// the top one is written here and sent by fmpi_send_top, which
 		// pops it, under the same lock.
-		top := *(**C.char)(unsafe.Add(unsafe.Pointer(c.free_list), (int(c.nfree)-1)*int(unsafe.Sizeof(c.free_list))))
+		top := unsafe.Slice(c.free_list, c.nfree)[c.nfree-1]
 		b := unsafe.Slice((*byte)(unsafe.Pointer(top)), n)
 		copy(b[copy(b, head):], body)
 		return check("MPI_Isend", C.fmpi_send_top(C.uintptr_t(uintptr(unsafe.Pointer(c))), C.int(n), C.int(dest), C.int(tag)))
