@@ -216,9 +216,9 @@ static void fmpi_ring_abandon(fmpi_ring *r) {
 // fmpi_ring_cancel cancels the ring's receives still posted and waits for
 // each, so that MPI_Finalize finds none pending (UCX prints a warning per
 // pending receive at finalize: 64 lines per process). Only Finalize calls
-// it, after the process's last use of MPI's matching: the wrong matches
-// fmpi_ring_abandon describes hit receives posted after such a cancel, and
-// none is posted after this one. A cancelled receive completes at once;
+// it, right before its MPI_Finalize: the wrong matches fmpi_ring_abandon
+// describes hit receives posted after such a cancel, and none is posted
+// after this one. A cancelled receive completes at once;
 // one that a message completed first is simply waited for.
 static int fmpi_ring_cancel(fmpi_ring *r) {
 	int err = MPI_SUCCESS;

@@ -187,9 +187,9 @@ func initialize() (World, error) {
 }
 
 // Finalize cancels the receives the transports' rings keep posted, frees
-// fibermpi's communicator and calls MPI_Finalize on the
-// MPI main thread (unless the program had initialized MPI itself: then it
-// is the program's to finalize). MPI_Finalize is collective in practice:
+// fibermpi's communicator and calls MPI_Finalize on the MPI main thread
+// (unless the program had initialized MPI itself: then it is the
+// program's to finalize, and the receives stay posted). MPI_Finalize is collective in practice:
 // call it when this process is done with every peer. Later calls, and
 // every MPI call after it, return ErrFinalized. It parks the calling
 // goroutine.
@@ -207,7 +207,12 @@ func Finalize() error {
 	runMain(func() {
 		mu.Lock()
 		defer mu.Unlock()
-		err = cancelRings()
+		if ourInit {
+			// Not when the program finalizes MPI itself: it may go on
+			// receiving, and a receive posted after such a cancel can
+			// match wrongly on MPICH 4.0.2 (fmpi.h, fmpi_ring_abandon).
+			err = cancelRings()
+		}
 		if world.Comm.c != C.fmpi_comm_null() {
 			err = errors.Join(err, check("MPI_Comm_free", C.fmpi_comm_free(&world.Comm.c)))
 		}

@@ -88,9 +88,10 @@
 // ring keeps its receives posted (cancelling them was unsafe on MPICH
 // 4.0.2: receives posted later matched wrong messages) and passes with its
 // lane to the next transport the process makes, with a new generation:
-// messages for an earlier generation are dropped. Finalize, after which no
-// receive is posted, cancels every ring's receives, so that MPI_Finalize
-// finds none pending (UCX warns about each). Sends and transfers a closed
+// messages for an earlier generation are dropped. Finalize cancels every
+// ring's receives right before its MPI_Finalize, so that MPI finds none
+// pending (UCX warns about each); when the program initialized MPI and
+// finalizes it itself, they stay posted. Sends and transfers a closed
 // transport leaves unfinished are not MPI_Request_free'd but kept and
 // tested until done (internal/mpi's Orphan, Reap): MPICH 4.0.2 loses a
 // freed send to this process itself (internal/mpi/testdata has a C
