@@ -218,8 +218,8 @@ static void fmpi_ring_abandon(fmpi_ring *r) {
 // pending receive at finalize: 64 lines per process). Only Finalize calls
 // it, right before its MPI_Finalize: the wrong matches fmpi_ring_abandon
 // describes hit receives posted after such a cancel, and none is posted
-// after this one. A cancelled receive completes at once;
-// one that a message completed first is simply waited for.
+// after this one. A cancelled receive completes at once; one that a
+// message completed first is simply waited for.
 static int fmpi_ring_cancel(fmpi_ring *r) {
 	int err = MPI_SUCCESS;
 	for (int i = 0; i < r->n; i++) {

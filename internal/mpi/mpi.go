@@ -189,10 +189,10 @@ func initialize() (World, error) {
 // Finalize cancels the receives the transports' rings keep posted, frees
 // fibermpi's communicator and calls MPI_Finalize on the MPI main thread
 // (unless the program had initialized MPI itself: then it is the
-// program's to finalize, and the receives stay posted). MPI_Finalize is collective in practice:
-// call it when this process is done with every peer. Later calls, and
-// every MPI call after it, return ErrFinalized. It parks the calling
-// goroutine.
+// program's to finalize, and the receives stay posted). MPI_Finalize is
+// collective in practice: call it when this process is done with every
+// peer. Later calls, and every MPI call after it, return ErrFinalized. It
+// parks the calling goroutine.
 func Finalize() error {
 	var err error
 	started := false

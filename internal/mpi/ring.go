@@ -35,10 +35,12 @@ type Ring struct {
 func NewRing(c Comm, tag, n, slot int) (*Ring, error) {
 	var code C.int
 	r := C.fmpi_ring_new(c.c, C.int(tag), C.int(n), C.int(slot), &code)
+	if r != nil {
+		rings = append(rings, r) // Finalize cancels what it posted, even if not all
+	}
 	if err := check("MPI_Irecv", code); err != nil {
 		return nil, err // a ring that posted some receives is abandoned
 	}
-	rings = append(rings, r)
 	return &Ring{r: r, slot: slot}, nil
 }
 
