@@ -1447,13 +1447,24 @@ func (t *Transport) Sleep(max time.Duration) {
 	time.Sleep(min(max, 100*time.Microsecond))
 }
 
-// closeWait bounds how long Close waits for its messages in flight.
+// closeWait bounds how long Close waits for its messages in flight and for
+// its peers' goodbyes.
 const closeWait = 2 * time.Second
 
 // Close says goodbye to every peer, waits (at most 2 s) for the messages
-// in flight to be taken, cancels the posted receives and returns the
-// arrivals not delivered to their pools. Every later call fails with
-// rdma.ErrClosed. It parks the calling goroutine.
+// in flight to be taken and for the goodbye of every peer in another MPI
+// process, cancels the posted receives and returns the arrivals not
+// delivered to their pools. Every later call fails with rdma.ErrClosed.
+// It parks the calling goroutine.
+//
+// A peer's goodbye is the last message it sends to this transport. Waiting
+// for it keeps the receives of this process's lane posted until nothing
+// more can come, so that when MPI is finalized (which cancels them) no
+// message of this job is left unmatched: UCX reports each one at
+// MPI_Finalize ("unexpected tag-receive descriptor ... was not matched").
+// Peers in this same process (other lanes, as in the tests) are not waited
+// for: their transports may be closed one after another by one goroutine,
+// and a lane's receives stay posted after its Close anyway.
 func (t *Transport) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -1465,10 +1476,9 @@ func (t *Transport) Close() error {
 	cmpi.Lock()
 	var errs []error
 	for _, p := range t.list {
-		if !t.closedP[p].Load() {
-			if err := t.sendCtl(t.places[p], &ctl{kind: kBye}); err != nil {
-				errs = append(errs, &PeerError{Rank: p, Err: err})
-			}
+		// Also to a peer that said goodbye first: it waits for this one.
+		if err := t.sendCtl(t.places[p], &ctl{kind: kBye}); err != nil {
+			errs = append(errs, &PeerError{Rank: p, Err: err})
 		}
 	}
 	cmpi.Unlock()
@@ -1476,9 +1486,10 @@ func (t *Transport) Close() error {
 	for time.Now().Before(deadline) {
 		cmpi.Lock()
 		n, err := t.sendq.Test()
-		t.testOps()
+		t.idle = 0
+		t.pollLocked(packet.NoWorker, 0) // the goodbyes, and answers to calls still made
 		cmpi.Unlock()
-		if err != nil || n == 0 && len(t.reqs) == 0 {
+		if err != nil || n == 0 && len(t.reqs) == 0 && t.saidBye() {
 			break
 		}
 		time.Sleep(50 * time.Microsecond)
@@ -1554,6 +1565,17 @@ func (t *Transport) Close() error {
 	}
 	t.regMu.Unlock()
 	return errors.Join(errs...)
+}
+
+// saidBye reports whether every peer in another MPI process has said
+// goodbye. The caller holds the MPI lock.
+func (t *Transport) saidBye() bool {
+	for _, p := range t.list {
+		if t.places[p].rank != t.me.rank && !t.closedP[p].Load() {
+			return false
+		}
+	}
+	return true
 }
 
 // leaked holds the pinners of memory MPI may still use after Close, so
