@@ -62,7 +62,11 @@
 //
 // A worker with nothing to run calls Config.Idle (where the progress engine
 // runs), spins for about 5 µs, then pauses between looks, and after
-// Config.SleepAfter (1 ms) sleeps. On Linux a pause is sched_yield: it
+// Config.SleepAfter (1 ms) sleeps. With an idle hook the sleep ends after
+// Config.PollInterval; a worker that then finds nothing to do (one pass
+// and one call of the hook) sleeps again at once, so an idle process costs
+// one look a PollInterval, not a CPU. Work found ends the dozing, and the
+// next idle period spins first again. On Linux a pause is sched_yield: it
 // returns at once on an idle machine, and on a busy one lets a thread
 // queued on the same CPU run first (perhaps the very worker that will
 // signal this one), where a busy wait would keep the CPU to the end of its

@@ -142,6 +142,41 @@ func TestIdleHookRunsWhileAsleep(t *testing.T) {
 	})
 }
 
+// TestIdleWorkerDozes checks that a worker woken by its PollInterval with
+// nothing to do looks once and sleeps again, instead of spinning through a
+// new idle period: an idle process must not keep a CPU busy. Before the
+// fix, each 1 ms wake-up began 1 ms of spinning (freeSpin), hundreds of
+// thousands of hook calls in the 200 ms sampled here; dozing makes about
+// one call a wake-up. The bound leaves a margin of 25 calls a millisecond:
+// a loaded machine only makes the sleeps longer.
+func TestIdleWorkerDozes(t *testing.T) {
+	forEachParker(t, func(t *testing.T) {
+		var calls atomic.Int64
+		hook := func(int) bool {
+			calls.Add(1)
+			return false
+		}
+		s := newSched(t, Config{Workers: 1, Idle: hook, SleepAfter: 100 * time.Microsecond, PollInterval: time.Millisecond})
+		w := s.workers[0]
+		within(t, 10*time.Second, "worker asleep", func() {
+			for !w.sleeping.Load() {
+				time.Sleep(50 * time.Microsecond)
+			}
+		})
+		c := calls.Load()
+		time.Sleep(200 * time.Millisecond)
+		if n := calls.Load() - c; n > 5000 {
+			t.Errorf("idle hook called %d times in 200 ms of an idle worker's dozing, want about one a PollInterval (1 ms)", n)
+		}
+		// Work still wakes it, and the next idle period spins first again.
+		done := make(chan struct{})
+		if err := s.SpawnOn(0, func(*Fiber) { close(done) }); err != nil {
+			t.Fatal(err)
+		}
+		within(t, 10*time.Second, "spawned fiber", func() { <-done })
+	})
+}
+
 // TestSleepDue checks the idle policy's rule: a crowded idle period sleeps
 // after SleepAfter, an uncrowded one after freeSpin (or SleepAfter if
 // longer), and none before SleepAfter.

@@ -68,7 +68,8 @@ type Config struct {
 	// Idle workers), so keep it above the gaps of a busy program.
 	SleepAfter time.Duration
 	// PollInterval bounds a sleep when Idle is set, so the hook still runs
-	// that often. Zero means 1ms.
+	// that often: once a PollInterval while it finds nothing (the worker
+	// then sleeps again without spinning). Zero means 1ms.
 	PollInterval time.Duration
 	// Alarm, if set, also wakes a sleeping worker: the idle hook's source
 	// of work (another process's sends) rings it. Without one, work that

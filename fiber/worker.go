@@ -175,6 +175,13 @@ func (w *worker) loop() {
 		idleSince time.Time // when this idle period began, read lazily
 		step      int       // backoff steps per idle pass; 0 while spinning hot
 		crowded   bool      // a pause of this idle period was crowded
+		// dozing: the worker slept and has found nothing to do since. A
+		// sleep with an idle hook ends after PollInterval; such a wake-up
+		// looks once (a pass and the hook) and sleeps again, rather than
+		// spin through a new idle period: an idle process must not burn a
+		// CPU (with SleepAfter 20 ms and PollInterval 1 ms, as in jobs of
+		// several processes, a worker spun 95 % of the time).
+		dozing bool
 	)
 	for {
 		w.hb.answer()
@@ -182,7 +189,7 @@ func (w *worker) loop() {
 			w.drainSpawns()
 		}
 		if w.pass() {
-			idle, idleSince, step, crowded = 0, time.Time{}, 0, false
+			idle, idleSince, step, crowded, dozing = 0, time.Time{}, 0, false, false
 			continue
 		}
 		if w.stop.Load() {
@@ -190,7 +197,11 @@ func (w *worker) loop() {
 			return
 		}
 		if hook := w.s.cfg.Idle; hook != nil && hook(w.id) {
-			idle, idleSince, step, crowded = 0, time.Time{}, 0, false
+			idle, idleSince, step, crowded, dozing = 0, time.Time{}, 0, false, false
+			continue
+		}
+		if dozing {
+			w.sleep()
 			continue
 		}
 		// Idle policy: spin hot, then pause between looks, then sleep
@@ -205,7 +216,7 @@ func (w *worker) loop() {
 				idleSince = now
 			case sleepDue(d, crowded, w.s.cfg.SleepAfter):
 				w.sleep()
-				idle, idleSince, step, crowded = 0, time.Time{}, 0, false
+				idle, idleSince, step, crowded, dozing = 0, time.Time{}, 0, false, true
 				continue
 			case d >= wakeSlack && idle%checkTime == 0:
 				step = min(step+1, backoffMx)
