@@ -11,7 +11,8 @@ import (
 // "core" (the default) gives each process an equal share of the CPUs they
 // may use, one block each, binds the process to its share and pins each of
 // its workers to one CPU of it, when every process's workers fit in its
-// share (when they fill it, the Go runtime's monitor thread, which then
+// share (by default a process starts as many workers as fit: its share
+// less one CPU, at least one) (when they fill it, the Go runtime's monitor thread, which then
 // shares a worker's CPU, runs at the lowest priority); "none" leaves the
 // placement and the priorities to the kernel. Open MPI binds by
 // default too (to a core for small jobs). Set Options.Fiber.Pin to place
@@ -21,11 +22,14 @@ const EnvBind = "FIBERMPI_BIND"
 // bind binds this process to its share of the node's CPUs and its workers
 // to CPUs of that share (EnvBind), in a job of several processes on this
 // node, by setting cfg's Pin and CPUs and the affinity of the process's
-// threads. It does nothing when the caller placed the workers, when
-// binding is off, when this process is alone on its node or shares its OS
-// process with others of the job (processes simulated in tests), when the
-// workers would not fit in a share (oversubscribed: the kernel balances
-// better then), and where threads cannot be bound.
+// threads. With the default number of workers (cfg.Workers zero) that
+// would not fit in the share, it sets cfg.Workers to fit: the share less
+// one CPU, at least one. It does nothing when the caller placed the
+// workers, when binding is off, when this process is alone on its node or
+// shares its OS process with others of the job (processes simulated in
+// tests), when the workers the caller asked for would not fit in a share
+// (oversubscribed: the kernel balances better then), and where threads
+// cannot be bound.
 //
 // Why: two processes that poll each other's rings each need a CPU; left
 // to the kernel, a Go runtime thread of one (sysmon, the thread that hands
@@ -39,15 +43,25 @@ func (p *Process) bind(cfg *fiber.Config) {
 	if cfg.Pin || p.nodeProcs < 2 || p.sharedOS || os.Getenv(EnvBind) == "none" {
 		return
 	}
-	workers := cfg.Workers
-	if workers == 0 {
-		workers = max(runtime.GOMAXPROCS(0)-1, 1)
-	}
 	allowed, err := allowedCPUs()
 	if err != nil {
 		return
 	}
 	share := len(allowed) / p.nodeProcs
+	workers := cfg.Workers
+	if workers == 0 {
+		// The default, GOMAXPROCS−1, counts the CPUs of the node, not of
+		// this process's share: N processes of a node would start N times
+		// too many workers (on 16 CPUs, 2 processes 15 each), unbound, and
+		// an idle one's spin takes a busy one's CPU. Fit the share instead,
+		// leaving one of its CPUs to the rest of the program as the
+		// default does the node's.
+		workers = max(runtime.GOMAXPROCS(0)-1, 1)
+		if workers > share {
+			workers = max(share-1, 1)
+			cfg.Workers = workers
+		}
+	}
 	if workers > share {
 		return
 	}

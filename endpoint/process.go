@@ -111,6 +111,9 @@ const (
 // eager messages up to 8 KiB.
 type Options struct {
 	// Workers is the number of fiber workers (see fiber.Config.Workers).
+	// Zero means GOMAXPROCS−1, at least 1; in a job of several processes
+	// on one node that bind (EnvBind), at most what fits in this
+	// process's share of the CPUs: the share less one, at least 1.
 	Workers int
 	// EagerLimit is the largest message, in bytes, sent eagerly (copied
 	// into a packet, so the send completes at once); larger ones use
@@ -726,7 +729,8 @@ func (p *Process) Finalize() error {
 // does exactly the same.
 //
 // Workers: the default options give GOMAXPROCS−1 fiber workers (at least
-// one), each a goroutine locked to its OS thread; ranks are spread over
+// one; fewer in a process that shares its node with others of the job, see
+// Options.Workers), each a goroutine locked to its OS thread; ranks are spread over
 // them round-robin and never move. A fiber runs until it blocks in a
 // fibermpi call, which yields to the worker's other fibers. So a fiber rank
 // must not block in ordinary Go — a channel, select, sync.Mutex, sync.WaitGroup,
