@@ -139,6 +139,8 @@ func (c *core) Receive(w int, pk *packet.Packet) {
 		c.withdrawn(id)
 	case kindTaken:
 		c.p.pool.Put(w, pk) // the Done of the send that took the offer completes it
+	case kindWatchReport, kindWatchVerdict:
+		c.p.onWatch(w, pk) // deadlock_job.go
 	default:
 		kind := pk.Kind
 		c.p.pool.Put(w, pk)

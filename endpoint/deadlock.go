@@ -41,10 +41,10 @@ import (
 // reported. With ProgressCaller a Wait on a request other than the blocking
 // Send and Recv is not seen as blocked. A goroutine that sends without
 // being registered is invisible. Between processes each process can tell
-// only its own part (Process.Deadlocked); deciding needs every process's
-// part and a count of the packets in flight between them, which only the
-// launcher can gather (not built yet), so the watchdog ends the job by
-// itself only in a job of one process.
+// only its own part (Process.Deadlocked); process 0 decides for the job from
+// every process's reports and a count of the messages in flight between
+// them (deadlock_job.go), and every deadlocked process then fails its own
+// ranks with its own part of the report.
 
 // Defaults of Watch.
 const (
@@ -129,6 +129,12 @@ func (p *Process) startWatchdogs() error {
 	}
 	if w.Deadlock > 0 {
 		wd := &watchdog{p: p, after: w.Deadlock, stop: make(chan struct{}), done: make(chan struct{})}
+		if p.procs > 1 {
+			wd.job = &jobWatch{kick: make(chan struct{}, 1)}
+			if p.rank == 0 {
+				wd.job.reports = make([]atomic.Pointer[procReport], p.procs)
+			}
+		}
 		p.job.mu.Lock()
 		p.job.watch = wd
 		p.job.mu.Unlock()
@@ -181,6 +187,10 @@ type watchdog struct {
 
 	// ticks counts the looks taken (tests wait on it).
 	ticks atomic.Int64
+
+	// job is the state of a job of several processes (deadlock_job.go),
+	// nil in a job of one.
+	job *jobWatch
 }
 
 // blockMark is what a blocked caller waits on: a marked event or a Probe.
@@ -198,18 +208,25 @@ func (wd *watchdog) run() {
 	defer close(wd.done)
 	t := time.NewTicker(max(wd.after/4, time.Millisecond))
 	defer t.Stop()
+	var kick <-chan struct{}
+	if wd.job != nil {
+		kick = wd.job.kick // a verdict arrived: act on it now
+	}
 	for {
+		var now time.Time
 		select {
 		case <-wd.stop:
 			return
-		case now := <-t.C:
-			d := wd.check(now)
-			wd.ticks.Add(1)
-			if d != nil {
-				wd.p.rec.SetDeadlock(d.waitFor()) // nil-safe: tracing off
-				wd.p.fail(-1, d)
-				return
-			}
+		case now = <-t.C:
+		case <-kick:
+			now = time.Now()
+		}
+		d := wd.check(now)
+		wd.ticks.Add(1)
+		if d != nil {
+			wd.p.rec.SetDeadlock(d.waitFor()) // nil-safe: tracing off
+			wd.p.fail(-1, d)
+			return
 		}
 	}
 }
@@ -218,6 +235,9 @@ func (wd *watchdog) run() {
 // been deadlocked for wd.after.
 func (wd *watchdog) check(now time.Time) *DeadlockError {
 	p := wd.p
+	if wd.job != nil {
+		return wd.checkJob(now)
+	}
 	if p.job.halted.Load() || p.job.pending.Load() > 0 || !p.allLocal() || p.someRunning() {
 		wd.marks = nil
 		return nil
@@ -365,9 +385,9 @@ func (p *Process) allLocal() bool { return p.procs == 1 }
 // Deadlocked reports this process's part of a deadlock: if every caller
 // registered here is blocked in a fibermpi call, what each waits for and
 // what is queued at its endpoint (ok true); otherwise ok is false. It is
-// what a process contributes when the launcher decides on a deadlock of a
-// job spread over processes (every process reports ok, and no packet is in
-// flight between them). It marks what the callers wait on, as the
+// what a process contributes to a deadlock of a job spread over processes
+// (every process reports ok, and no packet is in flight between them), as
+// the watchdog reports it. It marks what the callers wait on, as the
 // watchdog does, which the waits do not notice.
 func (p *Process) Deadlocked() (d *DeadlockError, ok bool) {
 	callers := p.callers()
@@ -387,8 +407,13 @@ type DeadlockError struct {
 	Idle []int
 	// Cycle is a wait-for cycle among the ranks, the first repeated at
 	// the end (0 → 1 → 0 is [0 1 0]); nil if there is none (a rank waits
-	// for an idle rank, say).
+	// for an idle rank, say). In a job of several processes it is one
+	// among this process's ranks only.
 	Cycle []int
+	// Process and Procs place the report in its job: in a job of several
+	// processes each reports its own ranks (Waiting, Idle), and process 0
+	// decided for all (see the package's deadlock watchdog).
+	Process, Procs int
 }
 
 // Waiting is one blocked caller in a deadlock report.
@@ -420,7 +445,12 @@ func (e *DeadlockError) Is(target error) bool { return target == ErrDeadlock }
 // Error is the whole report, one line per blocked rank.
 func (e *DeadlockError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "endpoint: deadlock: every rank has waited %v with nothing in flight", e.After.Round(time.Millisecond))
+	if e.Procs > 1 {
+		fmt.Fprintf(&b, "endpoint: deadlock: every rank of the job's %d processes has waited with nothing in flight (this process, %d, for %v); its ranks:",
+			e.Procs, e.Process, e.After.Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(&b, "endpoint: deadlock: every rank has waited %v with nothing in flight", e.After.Round(time.Millisecond))
+	}
 	for _, w := range e.Waiting {
 		fmt.Fprintf(&b, "\n  rank %d in %s:", w.Rank, w.Call)
 		for i, op := range w.Ops {
@@ -560,7 +590,7 @@ func (p *Process) report(callers []*caller) *DeadlockError {
 		c.rvMu.Unlock()
 	}
 
-	d := &DeadlockError{}
+	d := &DeadlockError{Process: p.rank, Procs: p.procs}
 	registered := make(map[rdma.Addr]bool)
 	edges := make(map[int][]int)
 	for _, k := range callers {
@@ -599,6 +629,9 @@ func (p *Process) report(callers []*caller) *DeadlockError {
 	seen := make(map[int]bool)
 	for _, k := range callers {
 		for i, a := range k.h.world.Addrs {
+			if p.procs > 1 && p.layout.Owner(a) != p.rank {
+				continue // another process's rank: its own report says
+			}
 			if !registered[a] && !seen[i] {
 				seen[i] = true
 				d.Idle = append(d.Idle, i)

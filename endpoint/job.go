@@ -252,7 +252,22 @@ func (p *Process) endCalls() {
 		close(stop)
 		<-done
 	}
-	if w != nil {
+	if w != nil && w.job == nil {
+		// In a job of several processes the watchdog goes on through
+		// Finalize's barrier, reporting this process quiet: a rank of
+		// another process may wait for one of this process's ranks
+		// (Finalize stops it, stopJobWatch).
+		w.stopWatch()
+	}
+}
+
+// stopJobWatch stops the deadlock watchdog of a job of several processes
+// (Finalize, once its barrier is passed or skipped).
+func (p *Process) stopJobWatch() {
+	p.job.mu.Lock()
+	w := p.job.watch
+	p.job.mu.Unlock()
+	if w != nil && w.job != nil {
 		w.stopWatch()
 	}
 }

@@ -684,16 +684,20 @@ func (p *Process) Finalize() error {
 	p.stopLostWatch()
 	p.endCalls() // blocked callers return ErrFinalized (job.go)
 	var berr error
-	if p.boot != nil && p.job.end.Load() == nil {
+	if p.boot != nil && (p.job.end.Load() == nil || p.jobDeadlocked()) {
 		// No process may close its transport while another may still
 		// send to it: wait for all of them (or the job's failure). A job
 		// that failed here (job.go) does not wait: the others may be
 		// waiting for its ranks; they learn of the failure when this
-		// process exits.
+		// process exits. Except a deadlock of the job (deadlock_job.go):
+		// every other process then ends its part too, or is in
+		// Finalize already, and one that left at once would make the
+		// others see a lost peer before their own verdict.
 		if err := p.boot.Barrier(); err != nil {
 			berr = fmt.Errorf("endpoint: Finalize: %w", err)
 		}
 	}
+	p.stopJobWatch()
 	if p.serverDone != nil {
 		p.serverStop.Store(true)
 		<-p.serverDone
