@@ -226,7 +226,11 @@ func (wd *watchdog) run() {
 		if d != nil {
 			wd.p.rec.SetDeadlock(d.waitFor()) // nil-safe: tracing off
 			wd.p.fail(-1, d)
-			return
+			if wd.job == nil {
+				return
+			}
+			// In a job of several processes it goes on reporting this
+			// process quiet, until Finalize stops it.
 		}
 	}
 }

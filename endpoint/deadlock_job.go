@@ -36,14 +36,13 @@ import (
 // process finalized is a deadlock too. The reports and verdicts are packets
 // of their own kinds between the processes' Init endpoints (process q's is
 // address q); they are not counted, and they wake no caller. Limits, beyond
-// those of one process: the counters see messages between endpoints, not
-// a collective's traffic through shared memory (whose waits the marks
-// cover), and a message in flight for longer than Watch.Deadlock while
-// everything else is still would be missed only if the counters agree
-// anyway, which they do not for an eager or RTS packet.
+// those of one process: the counters count eager and RTS packets only. A
+// caller waiting for another protocol packet (an RTR, a Put's Done) has its
+// process quiet only after Watch.Deadlock without it, and a collective's
+// traffic through shared memory is covered by the marks on its waits.
 const (
 	// kindWatchReport: process → process 0, a report. Count is 1 if the
-	// process is quiet; Size the number of its quiet episode; SendID and
+	// process is quiet; Size is its episode's number; SendID and
 	// RecvID its counts of eager and RTS packets sent to and taken from
 	// other processes' endpoints.
 	kindWatchReport = kindNotHeld + 1 + iota
@@ -113,8 +112,8 @@ func (wd *watchdog) checkJob(now time.Time) *DeadlockError {
 }
 
 // localQuiet updates the episode and reports whether this process has been
-// quiet for wd.after, and whether it is in Finalize (quiet for good, with
-// no caller to fail).
+// quiet for wd.after, and whether it is finalizing: in Finalize, or failed
+// by a verdict (quiet for good, with no caller to fail).
 func (wd *watchdog) localQuiet(now time.Time) (quiet, finalizing bool) {
 	p := wd.p
 	j := &p.job
@@ -122,7 +121,9 @@ func (wd *watchdog) localQuiet(now time.Time) (quiet, finalizing bool) {
 	ended := j.ended
 	j.mu.Unlock()
 	switch {
-	case ended && j.end.Load() == nil:
+	case ended && j.end.Load() == nil, p.jobDeadlocked():
+		// In Finalize, or this process's part of a deadlock has ended:
+		// its ranks make no more calls that could wake another.
 		if !wd.job.finalizing {
 			// The callers are gone: one last episode, for good.
 			wd.job.finalizing = true
@@ -131,9 +132,7 @@ func (wd *watchdog) localQuiet(now time.Time) (quiet, finalizing bool) {
 		}
 		return true, true
 	case j.halted.Load() || j.pending.Load() > 0 || p.someRunning():
-		if wd.marks != nil {
-			wd.marks = nil
-		}
+		wd.marks = nil
 		return false, false
 	}
 	callers := p.callers()

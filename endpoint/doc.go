@@ -150,8 +150,12 @@
 // unmatched messages queued at it, the ranks that have returned, and the
 // wait-for cycle if there is one. Watching costs the message path nothing:
 // the watchdog marks the events the callers wait on (fiber.Event.Mark) and
-// looks again later. Between processes each process can report its part
-// (Process.Deadlocked); see deadlock.go for the limits.
+// looks again later. In a job of several processes, process 0 decides from
+// every process's report (quiet or not, and the messages each sent to and
+// took from the others, so that none is in flight) and every deadlocked
+// process fails its own ranks, each report listing that process's ranks; a
+// rank that waits for a rank whose process has finalized is deadlocked too.
+// See deadlock.go and deadlock_job.go for the limits.
 //
 // # Errors
 //
