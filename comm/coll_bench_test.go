@@ -353,3 +353,43 @@ func BenchmarkTwoLevel(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFirstCollective: a job of many ranks, start to end, whose only
+// work is one Allreduce of 8 B over the world, each rank's first
+// collective (which lays out the world's collectives: its area, or its
+// groups by process): in one process, and in two simulated ones (jobtest's
+// in-memory wire; each process's ranks then meet through memory and their
+// leaders by messages). One op is the whole job.
+func BenchmarkFirstCollective(b *testing.B) {
+	allreduce := func(ep *endpoint.Endpoint) error {
+		c, err := World[int64](ep)
+		if err != nil {
+			return err
+		}
+		in, out := []int64{int64(c.Rank())}, []int64{0}
+		if err := c.Allreduce(in, out, Sum[int64]()); err != nil {
+			return err
+		}
+		if n := int64(c.Size()); out[0] != n*(n-1)/2 {
+			return fmt.Errorf("rank %d: sum %d, want %d", c.Rank(), out[0], n*(n-1)/2)
+		}
+		return nil
+	}
+	for _, ranks := range []int{2000, 20000} {
+		b.Run(fmt.Sprintf("procs=1/ranks=%d", ranks), func(b *testing.B) {
+			for b.Loop() {
+				if err := endpoint.Run(ranks, allreduce); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		setup := jobtest.Setups(ranks)[2] // procs=2/sync
+		b.Run(fmt.Sprintf("%s/ranks=%d", setup.Name, ranks), func(b *testing.B) {
+			for b.Loop() {
+				if err := jobtest.RunSetup(setup, ranks, endpoint.ThreadSingle, allreduce); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -279,6 +279,9 @@ func (a *shmArea) release() {
 	}
 }
 
+// released reports whether every rank has freed the communicator.
+func (a *shmArea) released() bool { return int(a.frees.Load()) >= a.n }
+
 // CollPath says how a communicator runs its collectives.
 type CollPath uint8
 
@@ -333,14 +336,9 @@ func (c *Comm[T]) area() *shmArea {
 	if st.path == CollMessages || c.size == 0 {
 		return nil
 	}
-	p := c.ep.Proc()
-	me := p.Rank()
-	for _, a := range c.c.Addrs {
-		if p.Owner(a) != me {
-			return nil
-		}
-	}
-	st.shm = lookupArea(p, st.coll.comm)
+	// The layout the process's ranks share says whether all the ranks
+	// live here, and holds the area (one look per process, not per rank).
+	st.shm = topoOf(c.ep.Proc(), st.coll.comm.Context, c.c.Addrs).wholeArea(c.ep.Proc(), st.coll.comm.Context)
 	return st.shm
 }
 

@@ -1,7 +1,11 @@
 package comm
 
 import (
+	"runtime"
 	"slices"
+	"sync"
+	"unsafe"
+	"weak"
 
 	"github.com/fibermpi/fibermpi/endpoint"
 	"github.com/fibermpi/fibermpi/rdma"
@@ -37,7 +41,8 @@ import (
 // sequence number (cell, tag) when the collective starts, so that
 // nonblocking ones interleave the same way at every rank.
 
-// topo is how a communicator's ranks sit in processes.
+// topo is how a communicator's ranks sit in processes, as one rank sees
+// it: the shared layout and the caller's place in it.
 type topo struct {
 	groups     [][]int // the ranks of each process, groups in the order of their first rank
 	mine       int     // the caller's group
@@ -45,11 +50,137 @@ type topo struct {
 	contiguous bool    // every group is a run of consecutive ranks
 	node       *shmArea
 	lead       collCtx // the leaders (rank g: group g's first rank)
+	sh         *sharedTopo
+}
+
+// sharedTopo is the part of a communicator's two-level layout that every
+// rank of it in this process shares. It is computed once per process
+// (topoOf): with a rank per endpoint and 10 000 endpoints a process, one
+// layout per rank made creating the world's collectives quadratic, 24 s
+// and gigabytes for 20 000 ranks in two processes.
+type sharedTopo struct {
+	addrs      []rdma.Addr // the communicator's, held (their address is in the key)
+	groups     [][]int
+	group      []int32 // rank → its group
+	index      []int32 // rank → its index in its group
+	contiguous bool
+	leaders    []rdma.Addr
+	node       *shmArea // this process's group's area; nil if it has one rank
+	flat       bool     // one group, or one rank per group: no two levels
+
+	// whole is the area over all the ranks when they are all at this
+	// process (one group), made on first use (Comm.area), and again for a
+	// later communicator with the same context id and ranks once every
+	// rank has freed the one that used it (shmArea.release).
+	wholeMu sync.Mutex
+	whole   *shmArea
+}
+
+// wholeArea returns the area over all the ranks if they all live at p,
+// else nil.
+func (s *sharedTopo) wholeArea(p *endpoint.Process, ctx uint32) *shmArea {
+	if len(s.groups) != 1 {
+		return nil
+	}
+	s.wholeMu.Lock()
+	defer s.wholeMu.Unlock()
+	if s.whole == nil || s.whole.released() {
+		s.whole = lookupArea(p, endpoint.Comm{Context: ctx, Addrs: s.addrs})
+	}
+	return s.whole
+}
+
+// topoKey identifies a communicator at a process: its collective context
+// and its Addrs array, by address. The ranks of the world at a process
+// share one array; a communicator whose ranks each hold a copy gets a
+// layout per rank, as before. Safety: the address is only compared; the
+// entry's sharedTopo holds the array, so while the entry lives no other
+// array has that address, and an entry whose sharedTopo was collected is
+// replaced, never used (topoOf).
+type topoKey struct {
+	proc  weak.Pointer[endpoint.Process]
+	ctx   uint32
+	addrs uintptr
+	n     int
+}
+
+var topos sync.Map // topoKey → weak.Pointer[sharedTopo]
+
+type topoRef struct {
+	key topoKey
+	ws  weak.Pointer[sharedTopo]
+}
+
+func dropTopo(r topoRef) { topos.CompareAndDelete(r.key, r.ws) }
+
+// topoOf returns the shared layout of the communicator (ctx, addrs) at p,
+// computing it on first use.
+func topoOf(p *endpoint.Process, ctx uint32, addrs []rdma.Addr) *sharedTopo {
+	key := topoKey{proc: weak.Make(p), ctx: ctx, addrs: uintptr(unsafe.Pointer(unsafe.SliceData(addrs))), n: len(addrs)}
+	for {
+		old, ok := topos.Load(key)
+		if ok {
+			if s := old.(weak.Pointer[sharedTopo]).Value(); s != nil {
+				return s
+			}
+		}
+		s := newSharedTopo(p, ctx, addrs)
+		ws := weak.Make(s)
+		if ok && !topos.CompareAndSwap(key, old, ws) {
+			continue
+		}
+		if !ok {
+			if _, loaded := topos.LoadOrStore(key, ws); loaded {
+				continue
+			}
+		}
+		runtime.AddCleanup(s, dropTopo, topoRef{key: key, ws: ws})
+		return s
+	}
+}
+
+// newSharedTopo groups the ranks of addrs by the process that owns them.
+func newSharedTopo(p *endpoint.Process, ctx uint32, addrs []rdma.Addr) *sharedTopo {
+	s := &sharedTopo{addrs: addrs, group: make([]int32, len(addrs)), index: make([]int32, len(addrs))}
+	byOwner := make([]int32, p.Procs()) // process → group + 1
+	for r, a := range addrs {
+		o := p.Owner(a)
+		g := byOwner[o] - 1
+		if g < 0 {
+			g = int32(len(s.groups))
+			byOwner[o] = g + 1
+			s.groups = append(s.groups, nil)
+		}
+		s.group[r], s.index[r] = g, int32(len(s.groups[g]))
+		s.groups[g] = append(s.groups[g], r)
+	}
+	if len(s.groups) == 1 || len(s.groups) == len(addrs) {
+		s.flat = true
+		return s
+	}
+	s.contiguous = true
+	s.leaders = make([]rdma.Addr, len(s.groups))
+	for g, ranks := range s.groups {
+		s.leaders[g] = addrs[ranks[0]]
+		if ranks[len(ranks)-1]-ranks[0] != len(ranks)-1 {
+			s.contiguous = false
+		}
+	}
+	if g := byOwner[p.Rank()] - 1; g >= 0 && len(s.groups[g]) > 1 {
+		mine := s.groups[g]
+		local := make([]rdma.Addr, len(mine))
+		for i, r := range mine {
+			local[i] = addrs[r]
+		}
+		s.node = lookupArea(p, endpoint.Comm{Context: ctx, Addrs: local})
+	}
+	return s
 }
 
 // topology returns the communicator's two-level layout, or nil if its
 // collectives do not go in two levels (all ranks in one process, or one
-// rank per process). It is computed once per communicator view.
+// rank per process). It is computed once per communicator view, from the
+// layout the process's ranks share.
 func (c *Comm[T]) topology() *topo {
 	st := c.st()
 	if st.topoChecked {
@@ -63,61 +194,30 @@ func (c *Comm[T]) topology() *topo {
 	if p.Procs() == 1 {
 		return nil
 	}
-	addrs := c.c.Addrs
-	var t topo
-	byOwner := map[int]int{} // process → group
-	for r, a := range addrs {
-		o := p.Owner(a)
-		g, ok := byOwner[o]
-		if !ok {
-			g = len(t.groups)
-			byOwner[o] = g
-			t.groups = append(t.groups, nil)
-		}
-		t.groups[g] = append(t.groups[g], r)
-		if r == c.rank {
-			t.mine, t.local = g, len(t.groups[g])-1
-		}
-	}
-	if len(t.groups) == 1 || len(t.groups) == len(addrs) {
+	ctx := st.coll.comm.Context
+	s := topoOf(p, ctx, c.c.Addrs)
+	if s.flat {
 		return nil
 	}
-	t.contiguous = true
-	leaders := make([]rdma.Addr, len(t.groups))
-	for g, ranks := range t.groups {
-		leaders[g] = addrs[ranks[0]]
-		if ranks[len(ranks)-1]-ranks[0] != len(ranks)-1 {
-			t.contiguous = false
-		}
-	}
-	ctx := st.coll.comm.Context
-	if mine := t.groups[t.mine]; len(mine) > 1 {
-		local := make([]rdma.Addr, len(mine))
-		for i, r := range mine {
-			local[i] = addrs[r]
-		}
-		t.node = lookupArea(p, endpoint.Comm{Context: ctx, Addrs: local})
+	t := &topo{groups: s.groups, mine: int(s.group[c.rank]), local: int(s.index[c.rank]), contiguous: s.contiguous, sh: s}
+	if len(s.groups[t.mine]) > 1 {
+		t.node = s.node
 	}
 	t.lead = collCtx{
 		ep:   c.ep,
-		comm: endpoint.Comm{Context: ctx, Addrs: leaders},
+		comm: endpoint.Comm{Context: ctx, Addrs: s.leaders},
 		rank: t.mine,
 		base: leadTagBit,
 		mask: collTagMask,
 		eng:  st.coll.eng,
 	}
-	st.topo = &t
+	st.topo = t
 	return st.topo
 }
 
 // groupOf returns the group of rank r and r's index in it.
 func (t *topo) groupOf(r int) (g, i int) {
-	for g, ranks := range t.groups {
-		if i := slices.Index(ranks, r); i >= 0 {
-			return g, i
-		}
-	}
-	panic("comm: rank outside the communicator")
+	return int(t.sh.group[r]), int(t.sh.index[r])
 }
 
 // leader reports whether the caller leads its group.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/fibermpi/fibermpi/endpoint"
@@ -47,6 +48,49 @@ func TestTwoLevel(t *testing.T) {
 				return mixed.Free()
 			})
 		})
+	}
+}
+
+// TestTwoLevelLayoutShared: the ranks of the world at one process share
+// one two-level layout (computing one per rank made the world's first
+// collective quadratic in the ranks: 24 s for 20 000 ranks in two
+// processes), and each rank's place in it agrees with the groups.
+func TestTwoLevelLayoutShared(t *testing.T) {
+	var mu sync.Mutex
+	layouts := map[*endpoint.Process]map[*sharedTopo]bool{}
+	jobtest.Run(t, 6, endpoint.ThreadSingle, func(ep *endpoint.Endpoint) error {
+		w, err := World[int64](ep)
+		if err != nil {
+			return err
+		}
+		tp := w.topology()
+		if tp == nil {
+			return nil // one process, or one rank per process
+		}
+		for r := range w.Size() {
+			g, i := tp.groupOf(r)
+			if tp.groups[g][i] != r {
+				return fmt.Errorf("groupOf(%d) = %d, %d, where group %d is %v", r, g, i, g, tp.groups[g])
+			}
+		}
+		if got := tp.groups[tp.mine][tp.local]; got != w.Rank() {
+			return fmt.Errorf("rank %d placed at group %d index %d, which holds rank %d", w.Rank(), tp.mine, tp.local, got)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if layouts[ep.Proc()] == nil {
+			layouts[ep.Proc()] = map[*sharedTopo]bool{}
+		}
+		layouts[ep.Proc()][tp.sh] = true
+		return nil
+	})
+	if len(layouts) == 0 {
+		t.Fatal("no job layout put the world in two levels")
+	}
+	for p, m := range layouts {
+		if len(m) != 1 {
+			t.Errorf("process %d: its ranks hold %d layouts of the world, want 1", p.Rank(), len(m))
+		}
 	}
 }
 
