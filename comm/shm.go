@@ -203,14 +203,6 @@ type areaKey struct {
 
 var shmAreas sync.Map // areaKey → weak.Pointer[shmArea]
 
-// areaRef is what an area's cleanup gets: its entry, held weakly.
-type areaRef struct {
-	key areaKey
-	wa  weak.Pointer[shmArea]
-}
-
-func dropArea(r areaRef) { shmAreas.CompareAndDelete(r.key, r.wa) }
-
 // lookupArea returns the area of communicator c at process p, making it on
 // first use.
 func lookupArea(p *endpoint.Process, c endpoint.Comm) *shmArea {
@@ -220,27 +212,44 @@ func lookupArea(p *endpoint.Process, c endpoint.Comm) *shmArea {
 	}
 	key := areaKey{proc: weak.Make(p), ctx: c.Context, addrs: string(addrs)}
 	hookHalt(p, key.proc)
+	return weakCached(&shmAreas, key, func() *shmArea { return newArea(c, key) })
+}
+
+// weakCached returns the value m holds under key (weakly: as a
+// weak.Pointer[V]) while it lives, or makes one with mk and holds that; a
+// value's entry goes when the value is collected, unless replaced by then.
+func weakCached[K comparable, V any](m *sync.Map, key K, mk func() *V) *V {
 	for {
-		old, ok := shmAreas.Load(key)
+		old, ok := m.Load(key)
 		if ok {
-			if a := old.(weak.Pointer[shmArea]).Value(); a != nil {
-				return a
+			if v := old.(weak.Pointer[V]).Value(); v != nil {
+				return v
 			}
 		}
-		a := newArea(c, key)
-		wa := weak.Make(a)
-		if ok && !shmAreas.CompareAndSwap(key, old, wa) {
+		v := mk()
+		wv := weak.Make(v)
+		if ok && !m.CompareAndSwap(key, old, wv) {
 			continue
 		}
 		if !ok {
-			if _, loaded := shmAreas.LoadOrStore(key, wa); loaded {
+			if _, loaded := m.LoadOrStore(key, wv); loaded {
 				continue
 			}
 		}
-		runtime.AddCleanup(a, dropArea, areaRef{key: key, wa: wa})
-		return a
+		runtime.AddCleanup(v, dropCached[K, V], cachedRef[K, V]{m: m, key: key, wv: wv})
+		return v
 	}
 }
+
+// cachedRef is what a cached value's cleanup gets: its entry, the value
+// held weakly.
+type cachedRef[K comparable, V any] struct {
+	m   *sync.Map
+	key K
+	wv  weak.Pointer[V]
+}
+
+func dropCached[K comparable, V any](r cachedRef[K, V]) { r.m.CompareAndDelete(r.key, r.wv) }
 
 // shmHooks records the processes whose halt wakes their areas' sleepers.
 var shmHooks sync.Map // weak.Pointer[endpoint.Process] → struct{}

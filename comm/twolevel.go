@@ -1,7 +1,6 @@
 package comm
 
 import (
-	"runtime"
 	"slices"
 	"sync"
 	"unsafe"
@@ -106,37 +105,11 @@ type topoKey struct {
 
 var topos sync.Map // topoKey → weak.Pointer[sharedTopo]
 
-type topoRef struct {
-	key topoKey
-	ws  weak.Pointer[sharedTopo]
-}
-
-func dropTopo(r topoRef) { topos.CompareAndDelete(r.key, r.ws) }
-
 // topoOf returns the shared layout of the communicator (ctx, addrs) at p,
 // computing it on first use.
 func topoOf(p *endpoint.Process, ctx uint32, addrs []rdma.Addr) *sharedTopo {
 	key := topoKey{proc: weak.Make(p), ctx: ctx, addrs: uintptr(unsafe.Pointer(unsafe.SliceData(addrs))), n: len(addrs)}
-	for {
-		old, ok := topos.Load(key)
-		if ok {
-			if s := old.(weak.Pointer[sharedTopo]).Value(); s != nil {
-				return s
-			}
-		}
-		s := newSharedTopo(p, ctx, addrs)
-		ws := weak.Make(s)
-		if ok && !topos.CompareAndSwap(key, old, ws) {
-			continue
-		}
-		if !ok {
-			if _, loaded := topos.LoadOrStore(key, ws); loaded {
-				continue
-			}
-		}
-		runtime.AddCleanup(s, dropTopo, topoRef{key: key, ws: ws})
-		return s
-	}
+	return weakCached(&topos, key, func() *sharedTopo { return newSharedTopo(p, ctx, addrs) })
 }
 
 // newSharedTopo groups the ranks of addrs by the process that owns them.

@@ -27,13 +27,7 @@ func TestProcessesBoundToOwnCPUs(t *testing.T) {
 		bindChild(t)
 		return
 	}
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		t.Skipf("sched_getaffinity: %v", err)
-	}
-	if set.Count() < 2 {
-		t.Skipf("this process may use %d CPU: two processes cannot have one each", set.Count())
-	}
+	set := twoCPUs(t)
 	line := regexp.MustCompile(`rank (\d) bound to (\d+) CPUs, first (\d+)`)
 	out, err := fmpitest.RunTest(t, 2, fmpitest.Options{})
 	if err != nil {
@@ -126,13 +120,7 @@ func TestDefaultWorkersFitTheShare(t *testing.T) {
 		fmt.Printf("rank %d GOMAXPROCS %d workers %d bound to %d CPUs\n", p.Rank(), runtime.GOMAXPROCS(0), p.Scheduler().Workers(), set.Count())
 		return
 	}
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		t.Skipf("sched_getaffinity: %v", err)
-	}
-	if set.Count() < 2 {
-		t.Skipf("this process may use %d CPU: two processes cannot have one each", set.Count())
-	}
+	set := twoCPUs(t)
 	procs := 2*set.Count() + 2
 	out, err := fmpitest.RunTest(t, 2, fmpitest.Options{Env: []string{"GOMAXPROCS=" + strconv.Itoa(procs)}})
 	if err != nil {
@@ -150,6 +138,19 @@ func TestDefaultWorkersFitTheShare(t *testing.T) {
 			t.Errorf("%s; want %s", m[0], want)
 		}
 	}
+}
+
+// twoCPUs returns the CPUs this process may use, skipping the test unless
+// there are two or more (two processes each need one).
+func twoCPUs(t *testing.T) unix.CPUSet {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Skipf("sched_getaffinity: %v", err)
+	}
+	if set.Count() < 2 {
+		t.Skipf("this process may use %d CPU: two processes cannot have one each", set.Count())
+	}
+	return set
 }
 
 func bindChild(t *testing.T) {

@@ -257,9 +257,15 @@ func (wd *watchdog) check(now time.Time) *DeadlockError {
 	if now.Sub(wd.since) < wd.after {
 		return nil
 	}
-	d := p.report(callers)
+	return wd.finalReport(now, callers)
+}
+
+// finalReport builds the report of the episode's callers, or returns nil
+// (and ends the episode) if one of them moved meanwhile.
+func (wd *watchdog) finalReport(now time.Time, callers []*caller) *DeadlockError {
+	d := wd.p.report(callers)
 	d.After = now.Sub(wd.since)
-	if !holds(wd.marks, p.callers()) { // something moved while the report was built
+	if !holds(wd.marks, wd.p.callers()) { // something moved while the report was built
 		wd.marks = nil
 		return nil
 	}

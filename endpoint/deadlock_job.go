@@ -101,14 +101,7 @@ func (wd *watchdog) checkJob(now time.Time) *DeadlockError {
 	if !quiet || finalizing || wd.job.verdict.Load() != wd.job.episode+1 {
 		return nil
 	}
-	callers := p.callers()
-	d := p.report(callers)
-	d.After = now.Sub(wd.since)
-	if !holds(wd.marks, p.callers()) { // something moved while the report was built
-		wd.marks = nil
-		return nil
-	}
-	return d
+	return wd.finalReport(now, p.callers())
 }
 
 // localQuiet updates the episode and reports whether this process has been
