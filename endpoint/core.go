@@ -279,6 +279,7 @@ func (c *core) onRTR(w int, pk *packet.Packet) {
 			data = data[:region.Len] // the receiver truncates; it reports that
 		}
 		d := &rvPut{c: c, pk: pk, sendID: sendID, recvID: recvID}
+		c.p.job.transfers.Add(1) // until PutDone
 		pending, err := c.p.putter.StartPut(peer, region, 0, data, d)
 		if !pending {
 			d.PutDone(w, err)
@@ -296,11 +297,13 @@ func (c *core) onRTR(w int, pk *packet.Packet) {
 		if uint64(len(data)) > region.Len {
 			data = data[:region.Len] // the receiver truncates; it reports that
 		}
+		c.p.job.transfers.Add(1)
 		if c.tr != nil {
 			err = c.tracedPut(s.peer, region, data)
 		} else {
 			err = c.p.tr.Put(s.peer, region, 0, data)
 		}
+		c.p.job.transfers.Add(-1)
 	}
 	c.putDone(w, s, pk, recvID, err)
 }
@@ -346,6 +349,7 @@ type rvPut struct {
 // ended, unless the job's end took it first; then nothing more is sent.
 func (d *rvPut) PutDone(w int, err error) {
 	c := d.c
+	c.p.job.transfers.Add(-1) // onRTR's
 	s := c.take(d.sendID)
 	if s == nil {
 		c.p.pool.Put(w, d.pk) // ended by the job's end (job.go)

@@ -35,11 +35,15 @@ import (
 // there is passed: a rank that waits for a message from a rank whose
 // process finalized is a deadlock too. The reports and verdicts are packets
 // of their own kinds between the processes' Init endpoints (process q's is
-// address q); they are not counted, and they wake no caller. Limits, beyond
-// those of one process: the counters count eager and RTS packets only. A
-// caller waiting for another protocol packet (an RTR, a Put's Done) has its
-// process quiet only after Watch.Deadlock without it, and a collective's
-// traffic through shared memory is covered by the marks on its waits.
+// address q); they are not counted, and they wake no caller. A process
+// whose sends have a rendezvous Put under way is not quiet: its bytes may
+// take longer than Watch.Deadlock to move (1 GiB over MPICH, with a 20 ms
+// period, was called a deadlock before that rule), while both callers wait
+// and the counts agree. Limits, beyond those of one process: the counters
+// count eager and RTS packets only; a caller waiting for another protocol
+// packet (an RTR, a Put's Done) has its process quiet only after
+// Watch.Deadlock without it, and a collective's traffic through shared
+// memory is covered by the marks on its waits.
 const (
 	// kindWatchReport: process → process 0, a report. Count is 1 if the
 	// process is quiet; Size is its episode's number; SendID and
@@ -124,7 +128,7 @@ func (wd *watchdog) localQuiet(now time.Time) (quiet, finalizing bool) {
 			wd.job.episode++
 		}
 		return true, true
-	case j.halted.Load() || j.pending.Load() > 0 || p.someRunning():
+	case j.halted.Load() || j.pending.Load() > 0 || j.transfers.Load() > 0 || p.someRunning():
 		wd.marks = nil
 		return false, false
 	}

@@ -19,32 +19,40 @@ import (
 // rank that waits for a message from a rank whose process has finalized;
 // and a receive that a queued message does not match. A rank that waits
 // while its peer computes outside fibermpi for many times the watchdog's
-// period is not a deadlock. Each child prints one line; fmpirun's timeout
+// period is not a deadlock, nor are two ranks waiting, for a hundred
+// periods, while a rendezvous transfer between them runs. Each child prints one line; fmpirun's timeout
 // bounds the run.
 func TestJobDeadlockAcrossProcesses(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		want [2]string // what each rank's line must match
+		env  []string
 	}{
 		{"recv-recv", [2]string{
 			`rank 0: deadlock: .*2 processes.*rank 0 in Recv: receive from rank 1, tag 3, on the world`,
-			`rank 1: deadlock: .*2 processes.*rank 1 in Recv: receive from rank 0, tag 3, on the world`}},
+			`rank 1: deadlock: .*2 processes.*rank 1 in Recv: receive from rank 0, tag 3, on the world`}, nil},
 		{"finalized", [2]string{
 			`rank 0: returned`,
-			`rank 1: deadlock: .*rank 1 in Recv: receive from rank 0, tag 3`}},
+			`rank 1: deadlock: .*rank 1 in Recv: receive from rank 0, tag 3`}, nil},
 		{"unmatched", [2]string{
 			`rank 0: deadlock: .*rank 0 in Recv: receive from rank 1, tag 3`,
-			`rank 1: deadlock: .*rank 1 in Recv: receive from rank 0, tag 7.*queued, unmatched: a message from rank 0, tag 5`}},
+			`rank 1: deadlock: .*rank 1 in Recv: receive from rank 0, tag 7.*queued, unmatched: a message from rank 0, tag 5`}, nil},
 		{"computing", [2]string{
 			`rank 0: sent after computing`,
-			`rank 1: received 42`}},
+			`rank 1: received 42`}, nil},
+		{"long-transfer", [2]string{
+			`rank 0: sent 4 × 256 MiB`,
+			`rank 1: received 4 × 256 MiB`}, nil},
+		{"long-transfer-tcp", [2]string{
+			`rank 0: sent 4 × 256 MiB`,
+			`rank 1: received 4 × 256 MiB`}, []string{endpoint.EnvTransport + "=tcp"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if fmpitest.Child() {
 				deadlockChild(t, c.name)
 				return
 			}
-			out, err := fmpitest.RunTest(t, 2, fmpitest.Options{Timeout: time.Minute})
+			out, err := fmpitest.RunTest(t, 2, fmpitest.Options{Timeout: time.Minute, Env: c.env})
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
@@ -61,7 +69,13 @@ func TestJobDeadlockAcrossProcesses(t *testing.T) {
 // deadlockChild is one process of TestJobDeadlockAcrossProcesses: one rank,
 // a goroutine, with a short deadlock period.
 func deadlockChild(t *testing.T, scenario string) {
-	p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{Watch: endpoint.Watch{Deadlock: 200 * time.Millisecond}})
+	period := 200 * time.Millisecond
+	if strings.HasPrefix(scenario, "long-transfer") {
+		// Far shorter than the transfer: both callers wait in fibermpi
+		// calls, with the counts equal, while the bytes move.
+		period = 20 * time.Millisecond
+	}
+	p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{Watch: endpoint.Watch{Deadlock: period}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +119,26 @@ func deadlockChild(t *testing.T, scenario string) {
 		}
 		_, err := h.Recv(c, 0, 7, buf)
 		say(err)
+	case "long-transfer", "long-transfer-tcp":
+		// Four rendezvous sends of 256 MiB: each takes tens of periods.
+		big := make([]byte, 256<<20)
+		start := time.Now()
+		for i := range 4 {
+			if me == 0 {
+				big[len(big)-1] = byte(i + 9)
+				if err := h.Send(c, me, 1, 3, big); err != nil {
+					t.Fatalf("rank 0: %v", err)
+				}
+				continue
+			}
+			if _, err := h.Recv(c, 0, 3, big); err != nil {
+				t.Fatalf("rank 1: %v", err)
+			}
+			if big[len(big)-1] != byte(i+9) {
+				t.Fatalf("rank 1: message %d ends with %d, want %d", i, big[len(big)-1], i+9)
+			}
+		}
+		fmt.Printf("rank %d: %s 4 × 256 MiB in %v\n", me, map[int]string{0: "sent", 1: "received"}[me], time.Since(start).Round(time.Millisecond))
 	case "computing":
 		if me == 0 {
 			// Ordinary Go, outside fibermpi: a running rank, for ten

@@ -103,6 +103,11 @@ type job struct {
 	// deadlock watchdog waits for them (they may be what the others wait
 	// for).
 	pending atomic.Int32
+	// transfers counts the rendezvous Puts this process's sends have
+	// under way (onRTR to PutDone): while one moves bytes both callers
+	// wait with nothing counted in flight, and the deadlock watchdog of a
+	// job of several processes must not call that quiet (deadlock_job.go).
+	transfers atomic.Int64
 
 	// atHalt holds the functions AtHalt registered; every sweep runs them
 	// (collsupport.go). Store under mu (copy on write), Load anywhere.

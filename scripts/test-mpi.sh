@@ -13,7 +13,9 @@
 #   4. the multi-process harness (internal/jobtest's real jobs of the
 #      endpoint and comm tests: point-to-point, flood, collectives,
 #      communicators) under mpiexec.mpich and mpirun.openmpi, -n 2..4;
-#   5. fmpi-osu latency and bw at 8 B under both, and bw at 1 MiB under
+#   5. the deadlock watchdog across processes (a deadlock reported, a long
+#      transfer not) under both;
+#   6. fmpi-osu latency and bw at 8 B under both, and bw at 1 MiB under
 #      MPICH five times, as smoke runs that fail on any output on stderr
 #      and on any UCX report.
 set -euo pipefail
@@ -108,6 +110,33 @@ job 3 comm 'TestJobCollectives/ranks=3/procs=2/fmpirun$'
 job 4 endpoint 'TestJobPointToPoint/ranks=5/THREAD_SINGLE/procs=2/fmpirun$'
 job 4 comm 'TestJobCollectives/ranks=4/procs=2/fmpirun$'
 job 4 comm 'TestJobCommunicators/procs=2/fmpirun$'
+
+# The deadlock watchdog across processes over the transport: a deadlock is
+# reported at both ranks, and a rendezvous transfer that outlasts many
+# watchdog periods is none (over MPICH it was, until a Put under way kept
+# its process from counting as quiet).
+echo "== deadlock watchdog across processes over the MPI transport"
+for sc in recv-recv long-transfer; do
+	for mpi in mpich ompi; do
+		l=(mpiexec.mpich -n 2)
+		[ $mpi = ompi ] && l=(mpirun.openmpi -n 2)
+		rc=0
+		out=$(FMPITEST_CHILD=1 FIBERMPI_TRANSPORT=mpi timeout 60 "${l[@]}" "$BIN/endpoint-$mpi.test" -test.run "TestJobDeadlockAcrossProcesses/$sc\$" -test.v -test.timeout 50s 2>&1) || rc=$?
+		passed=$(grep -cE -- "^ +--- PASS: TestJobDeadlockAcrossProcesses/$sc " <<<"$out" || true)
+		if [ $sc = recv-recv ]; then
+			said=$(grep -cE 'rank [01]: deadlock: ' <<<"$out" || true)
+		else
+			said=$(grep -cE 'rank [01]: (sent|received) 4 × 256 MiB' <<<"$out" || true)
+		fi
+		if [ "$rc" -ne 0 ] || [ "$passed" -ne 2 ] || [ "$said" -ne 2 ]; then
+			echo "FAIL TestJobDeadlockAcrossProcesses/$sc under ${l[*]} (exit $rc, $passed of 2 processes passed)"
+			echo "$out" | grep -v 'UCX  WARN' | tail -20
+			fail=1
+		else
+			echo "ok   TestJobDeadlockAcrossProcesses/$sc under ${l[*]}"
+		fi
+	done
+done
 
 # A program's exit is clean: MPI_Finalize finds no receive of the
 # transport still posted and no message unmatched. UCX reports each, one
