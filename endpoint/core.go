@@ -64,6 +64,17 @@ func newCore(p *Process, addr rdma.Addr, level ThreadLevel, mcfg match.Config) (
 	return c, nil
 }
 
+// registered orders what the caller wrote to r, a receive registered for an
+// offer before it matched (offer.go), before the Done that will end it. The
+// Done comes back only through the sender's process, which Go's memory
+// model (and the race detector) cannot see through; onDone takes r out of
+// the registry under rvMu, and so does this look, which gives the order.
+func (c *core) registered(r *Request) bool {
+	c.rvMu.Lock()
+	defer c.rvMu.Unlock()
+	return c.rv[r.id] == r
+}
+
 // register records a rendezvous request and returns its id.
 func (c *core) register(r *Request) uint64 {
 	id := c.nextID.Add(1)
@@ -232,6 +243,8 @@ func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 		}
 		r.region, r.hasRegion, r.peer = region, true, from
 		r.id = c.register(r)
+	} else {
+		c.registered(r)
 	}
 	region := r.region
 	rtr := pk // reuse the RTS packet for the reply
