@@ -135,13 +135,21 @@ type segment struct {
 func segName(job string, rank int) string { return fmt.Sprintf("fibermpi-%s-%d", job, rank) }
 
 // mmapShared maps size bytes of fd, with their page tables filled in
-// (MAP_POPULATE): otherwise the first lap of every ring pays a page fault
-// per page in each of the two processes, which made the first 20 000 or
-// so round trips of a job about 1.5 times slower than the later ones
-// (fmpi-osu latency with OSU's warm-up: 0.50 against 0.34 µs). It costs
-// the creator the allocation of the segment's pages at once.
-func mmapShared(fd int, size uint64) ([]byte, error) {
-	p, err := unix.MmapPtr(fd, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+// (MAP_POPULATE) if populate: otherwise the first lap of every ring pays a
+// page fault per page in each of the two processes, which made the first
+// 20 000 or so round trips of a job about 1.5 times slower than the later
+// ones (fmpi-osu latency with OSU's warm-up: 0.50 against 0.34 µs). It
+// costs the creator the allocation of the segment's pages at once. A
+// peer's segment is mapped without, and only the ring this process writes
+// is filled in (populateRing): filling in all of every peer's segment made
+// each process's start cost grow with the square of the node's processes
+// (fmpirun -n 32 of examples/hello: 1.4 s, nearly all of it in the kernel).
+func mmapShared(fd int, size uint64, populate bool) ([]byte, error) {
+	flags := unix.MAP_SHARED
+	if populate {
+		flags |= unix.MAP_POPULATE
+	}
+	p, err := unix.MmapPtr(fd, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, flags)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +181,7 @@ func createSegment(dir, name string, lay segLayout) (*segment, error) {
 		_ = unix.Unlink(path)
 		return nil, fmt.Errorf("shm: stat of %s: %w", path, err)
 	}
-	mem, err := mmapShared(fd, lay.size)
+	mem, err := mmapShared(fd, lay.size, true)
 	if err != nil {
 		_ = unix.Unlink(path)
 		return nil, fmt.Errorf("shm: mapping segment %s: %w", path, err)
@@ -201,7 +209,7 @@ func openSegment(dir, name string, rank int, pid uint64) (*segment, error) {
 	if st.Size < int64(unsafe.Sizeof(segHeader{})) {
 		return nil, fmt.Errorf("shm: segment %s has %d bytes: not a segment", path, st.Size)
 	}
-	mem, err := mmapShared(fd, uint64(st.Size))
+	mem, err := mmapShared(fd, uint64(st.Size), false)
 	if err != nil {
 		return nil, fmt.Errorf("shm: mapping %s: %w", path, err)
 	}
@@ -250,6 +258,15 @@ func (s *segment) ring(i int) (*ringCtl, []byte) {
 	// Safety: ring i's control block is inside mem, page-aligned.
 	ctl := (*ringCtl)(unsafe.Pointer(&s.mem[off]))
 	return ctl, s.mem[off+ringDataOff : off+ringDataOff+s.lay.ringSize : off+ringDataOff+s.lay.ringSize]
+}
+
+// populateRing fills in the page tables of ring i, its control words and
+// its records (MADV_POPULATE_WRITE, Linux 5.14), for the producer that
+// mapped a peer's segment without (mmapShared). Where the kernel refuses,
+// the ring's first lap faults its pages in instead.
+func (s *segment) populateRing(i int) {
+	off := s.lay.ringsOff + uint64(i)*s.lay.ringStride
+	_ = unix.Madvise(s.mem[off:off+s.lay.ringStride], unix.MADV_POPULATE_WRITE)
 }
 
 // ringOf returns the index of the ring process rank produces into, or -1.

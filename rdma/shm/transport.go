@@ -287,6 +287,7 @@ func (t *Transport) connect(p int) (*outRing, error) {
 	if ring < 0 {
 		return nil, &PeerError{Rank: p, Err: fmt.Errorf("shm: it does not list process %d as a peer (the processes disagree on who shares the node)", t.rank)}
 	}
+	seg.populateRing(ring)
 	o := newOutRing(seg, ring, p, int(info.pid))
 	o.cma = !t.cfg.ForceCopy && !info.forceCopy && probe(int(info.pid), info.probe, info.nonce)
 	o.ringPut = !o.cma || t.cfg.RingPuts
