@@ -110,7 +110,14 @@ func (c *core) getPacket(w int, waiter *fiber.Waiter) *packet.Packet {
 // It stamps the packet with this endpoint's address.
 func (c *core) send(w int, to rdma.Addr, pk *packet.Packet) error {
 	pk.From = uint32(c.addr)
+	rv := (pk.Kind == packet.KindRTR || pk.Kind == packet.KindDone) && c.p.remote(to)
+	if rv {
+		c.p.job.rvSent.Add(1) // before it can arrive (deadlock_job.go)
+	}
 	if err := c.p.post(w, to, pk); err != nil {
+		if rv {
+			c.p.job.rvSent.Add(^uint64(0))
+		}
 		c.p.pool.Put(w, pk)
 		return fmt.Errorf("endpoint: send to %d: %w", to, err)
 	}
@@ -136,10 +143,15 @@ func (c *core) Receive(w int, pk *packet.Packet) {
 		if c.p.remote(from) {
 			c.off.counted(from) // after matching: see offer.go
 		}
-	case packet.KindRTR:
-		c.onRTR(w, pk)
-	case packet.KindDone:
-		c.onDone(w, pk)
+	case packet.KindRTR, packet.KindDone:
+		if c.p.remote(rdma.Addr(pk.From)) {
+			c.p.job.rvArrived.Add(1) // deadlock_job.go
+		}
+		if pk.Kind == packet.KindRTR {
+			c.onRTR(w, pk)
+		} else {
+			c.onDone(w, pk)
+		}
 	case kindOffer:
 		c.onOffer(w, pk)
 	case kindWithdraw:

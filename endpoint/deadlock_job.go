@@ -17,9 +17,10 @@ import (
 //
 //   - Every watchdog tick (a quarter of Watch.Deadlock), each process sends
 //     process 0 a report: quiet or not, its episode's number (a new one
-//     begins whenever a caller's wait ends or begins), and how many eager
-//     and RTS packets its endpoints have sent to and taken from endpoints
-//     of other processes (the counters offer.go keeps for every message).
+//     begins whenever a caller's wait ends or begins), and how many eager,
+//     RTS, RTR and Done packets its endpoints have sent to and taken from
+//     endpoints of other processes (offer.go counts every message; the
+//     job counts the rendezvous steps).
 //   - Process 0 calls the job deadlocked when, at two ticks in a row, every
 //     process's last report is recent and quiet, the reports are the same
 //     at both ticks, and the job's sent total equals its taken total: no
@@ -39,16 +40,16 @@ import (
 // whose sends have a rendezvous Put under way is not quiet: its bytes may
 // take longer than Watch.Deadlock to move (1 GiB over MPICH, with a 20 ms
 // period, was called a deadlock before that rule), while both callers wait
-// and the counts agree. Limits, beyond those of one process: the counters
-// count eager and RTS packets only; a caller waiting for another protocol
-// packet (an RTR, a Put's Done) has its process quiet only after
-// Watch.Deadlock without it, and a collective's traffic through shared
-// memory is covered by the marks on its waits.
+// and the counts agree. The counts cover eager, RTS, RTR and Done packets.
+// Limits, beyond those of one process: the offer protocol's own packets
+// are not counted (a receive waits for the Done that follows them, which
+// is), and a collective's traffic through shared memory is covered by the
+// marks on its waits.
 const (
 	// kindWatchReport: process → process 0, a report. Count is 1 if the
 	// process is quiet; Size is its episode's number; SendID and
-	// RecvID its counts of eager and RTS packets sent to and taken from
-	// other processes' endpoints.
+	// RecvID its counts of eager, RTS, RTR and Done packets sent to and
+	// taken from other processes' endpoints.
 	kindWatchReport = kindNotHeld + 1 + iota
 	// kindWatchVerdict: process 0 → process, the job is deadlocked; Size
 	// is the episode the process reported.
@@ -142,12 +143,13 @@ func (wd *watchdog) localQuiet(now time.Time) (quiet, finalizing bool) {
 }
 
 // messageCounts sums what offer.go counts at every endpoint of this
-// process: eager and RTS packets sent to, and taken from, endpoints of
-// other processes.
+// process, eager and RTS packets sent to and taken from endpoints of other
+// processes, and the process's RTR and Done packets (core.send, Receive).
 func (p *Process) messageCounts() (sent, arrived uint64) {
+	sent, arrived = p.job.rvSent.Load(), p.job.rvArrived.Load()
 	cores := p.job.cores.Load()
 	if cores == nil {
-		return 0, 0
+		return sent, arrived
 	}
 	for _, c := range *cores {
 		if c.off == nil {

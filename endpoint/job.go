@@ -108,6 +108,11 @@ type job struct {
 	// wait with nothing counted in flight, and the deadlock watchdog of a
 	// job of several processes must not call that quiet (deadlock_job.go).
 	transfers atomic.Int64
+	// rvSent and rvArrived count the RTR and Done packets this process's
+	// endpoints sent to and took from other processes: the job's deadlock
+	// watchdog adds them to offer.go's counts of messages, so that a
+	// rendezvous step in flight is seen as one.
+	rvSent, rvArrived atomic.Uint64
 
 	// atHalt holds the functions AtHalt registered; every sweep runs them
 	// (collsupport.go). Store under mu (copy on write), Load anywhere.
