@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"errors"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -72,11 +73,6 @@ type jobWatch struct {
 	// kick tells the watchdog goroutine that one arrived.
 	verdict atomic.Uint64
 	kick    chan struct{}
-	// Process 0 only: the verdict for its own episode, applied at the
-	// next tick, once the other processes have had theirs (one that
-	// exits at once, its job failed, would make them see a lost peer
-	// before their verdict).
-	ownVerdict uint64
 	// Process 0 only: each process's last report, and the reports of the
 	// previous tick when all were quiet (nil otherwise).
 	reports []atomic.Pointer[procReport]
@@ -94,10 +90,6 @@ func (wd *watchdog) checkJob(now time.Time) *DeadlockError {
 		r.sent, r.arrived = p.messageCounts()
 	}
 	if p.rank == 0 {
-		if v := wd.job.ownVerdict; v != 0 {
-			wd.job.ownVerdict = 0
-			wd.job.verdict.Store(v)
-		}
 		wd.job.reports[0].Store(&r)
 		wd.decide(now)
 	} else {
@@ -201,12 +193,12 @@ func (wd *watchdog) decide(now time.Time) {
 		wd.job.prev = nil
 		return
 	}
-	if wd.job.prev == nil || !equalReports(wd.job.prev, cur) {
+	if wd.job.prev == nil || !slices.Equal(wd.job.prev, cur) {
 		wd.job.prev = cur
 		return
 	}
 	wd.job.prev = nil
-	wd.job.ownVerdict = cur[0].episode + 1
+	wd.job.verdict.Store(cur[0].episode + 1) // checkJob acts on it below
 	for q := 1; q < p.procs; q++ {
 		pk := p.pool.Get(packet.NoWorker)
 		if pk == nil {
@@ -216,15 +208,6 @@ func (wd *watchdog) decide(now time.Time) {
 		pk.Size = cur[q].episode
 		_ = p.worldCore.send(packet.NoWorker, rdma.Addr(q), pk)
 	}
-}
-
-func equalReports(a, b []procReport) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // onWatch takes a report or a verdict (core.Receive); it never blocks
