@@ -77,8 +77,10 @@ func (q *Request[T]) recycle(c *Comm[T]) error {
 
 // release drops the request's reference on its communicator.
 func (q *Request[T]) release() {
-	q.hold.release()
-	q.hold = nil
+	if q.hold != nil { // most communicators cannot be freed: no call
+		q.hold.release()
+		q.hold = nil
+	}
 }
 
 // Wait waits until the request completes and returns its status and the

@@ -225,7 +225,8 @@ func (e *Endpoint) leave() {
 	}
 }
 
-// checkSend validates a send's destination rank and tag in comm c.
+// checkSend validates a send's destination rank and tag in comm c
+// (validSend is its inlined test of the common case).
 func checkSend(c Comm, src, dst int, tag int) error {
 	if dst < 0 || dst >= len(c.Addrs) {
 		if dst == ProcNull {
@@ -240,6 +241,11 @@ func checkSend(c Comm, src, dst int, tag int) error {
 		return fmt.Errorf("%w: %d (want 0..%d)", ErrTag, tag, MaxTag)
 	}
 	return nil
+}
+
+// validSend is checkSend's test for a valid send, small enough to inline.
+func validSend(n, src, dst, tag int) bool {
+	return uint(dst) < uint(n) && uint(src) < uint(n) && uint(tag) <= uint(MaxTag)
 }
 
 // Isend starts sending data to rank dst of communicator c, in which the
@@ -284,11 +290,13 @@ func (e *Endpoint) isendInto(r *Request, c Comm, me, dst, tag int, data []byte, 
 		return nil, err
 	}
 	defer e.leave()
-	if err := checkSend(c, me, dst, tag); err != nil {
-		if err == errProcNull {
-			return completedSend, nil
+	if !validSend(len(c.Addrs), me, dst, tag) {
+		if err := checkSend(c, me, dst, tag); err != nil {
+			if err == errProcNull {
+				return completedSend, nil
+			}
+			return nil, err
 		}
-		return nil, err
 	}
 	if done, err := e.quick(c, me, dst, tag, data, sync); err != nil {
 		return nil, err
@@ -462,7 +470,8 @@ func (e *Endpoint) post(c Comm, src, tag int, buf []byte, r *Request) error {
 		return err
 	}
 	r.key, r.buf = key, buf
-	po, offering := e.offerBuffer(c, src, tag, r)
+	var po pendingOffer
+	offering := e.mayOffer(src, tag, r) && e.offerBuffer(c, src, r, &po)
 	m, _, ok, err := e.c.table.Post(key, r)
 	if err != nil {
 		e.c.unregister(r)
@@ -471,7 +480,7 @@ func (e *Endpoint) post(c Comm, src, tag int, buf []byte, r *Request) error {
 	if ok {
 		e.c.matched(e.worker, r, m)
 	} else if offering {
-		e.offerReceive(key, po, r)
+		e.offerReceive(key, &po, r)
 	}
 	return nil
 }
@@ -570,11 +579,13 @@ func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool
 		return err
 	}
 	defer e.leave()
-	if err := checkSend(c, me, dst, tag); err != nil {
-		if err == errProcNull {
-			return nil
+	if !validSend(len(c.Addrs), me, dst, tag) {
+		if err := checkSend(c, me, dst, tag); err != nil {
+			if err == errProcNull {
+				return nil
+			}
+			return err
 		}
-		return err
 	}
 	if done, err := e.quick(c, me, dst, tag, data, sync); done || err != nil {
 		return err

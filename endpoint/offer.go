@@ -221,33 +221,39 @@ type pendingOffer struct {
 	id     uint64
 }
 
+// mayOffer reports whether r, a receive from src with tag, may offer its
+// buffer: an exact receive above the eager limit, below ThreadMultiple
+// (where senders drop offers, and a receive need not lose Cancel for
+// nothing). It is post's cheap test, inlined, before offerBuffer.
+func (e *Endpoint) mayOffer(src, tag int, r *Request) bool {
+	return e.c.level != ThreadMultiple && src != AnySource && tag != AnyTag && len(r.buf) != 0 && !e.Eager(len(r.buf))
+}
+
 // offerBuffer registers r's buffer before r is posted, when r may be
-// offered: an exact receive above the eager limit, on a transport between
-// processes, below ThreadMultiple (where senders drop offers, and a receive
-// need not lose Cancel for nothing). It reports false if r is not to be
-// offered.
-func (e *Endpoint) offerBuffer(c Comm, src, tag int, r *Request) (pendingOffer, bool) {
-	if e.c.level == ThreadMultiple || src == AnySource || tag == AnyTag || len(r.buf) == 0 || e.Eager(len(r.buf)) {
-		return pendingOffer{}, false
-	}
+// offered (mayOffer) and its source is in another process, filling in po;
+// it reports false if r is not to be offered. (po is filled in place: a
+// pendingOffer returned by value went through the stack as small stores
+// read back as one wide load, which the processor cannot forward.)
+func (e *Endpoint) offerBuffer(c Comm, src int, r *Request, po *pendingOffer) bool {
 	to := c.Addrs[src]
 	if !e.c.p.remote(to) {
-		return pendingOffer{}, false // the sender fills the receive itself
+		return false // the sender fills the receive itself
 	}
 	count := e.c.off.arrivedFrom(to)
 	region, err := e.c.p.tr.Register(r.buf)
 	if err != nil {
-		return pendingOffer{}, false // no offer; an RTS will come, and its RTR registers then
+		return false // no offer; an RTS will come, and its RTR registers then
 	}
 	r.region, r.peer, r.hasRegion = region, to, true
 	r.id = e.c.register(r)
-	return pendingOffer{count: count, to: to, region: region, id: r.id}, true
+	*po = pendingOffer{count: count, to: to, region: region, id: r.id}
+	return true
 }
 
 // offerReceive sends the offer of r, just queued under key, if r leads the
 // key. r may already be matched by another thread: the offer is then stale
 // (the count excludes the message that matched r) and the sender drops it.
-func (e *Endpoint) offerReceive(key match.Key, po pendingOffer, r *Request) {
+func (e *Endpoint) offerReceive(key match.Key, po *pendingOffer, r *Request) {
 	if !e.c.table.Leads(key, r) {
 		return
 	}
@@ -339,9 +345,15 @@ func (c *core) onOfferDone(r *Request, msgLen uint64, failed bool) {
 // its registered buffer.
 func (c *core) unregister(r *Request) {
 	if r.hasRegion {
-		c.take(r.id)
-		c.dropRegion(r)
+		c.unregisterRegion(r)
 	}
+}
+
+// unregisterRegion is unregister's work, apart so that unregister inlines
+// into the delivery paths, where a receive mostly has no region.
+func (c *core) unregisterRegion(r *Request) {
+	c.take(r.id)
+	c.dropRegion(r)
 }
 
 // cancelled completes r, just removed from the table, as cancelled.
