@@ -3,12 +3,9 @@
 package endpoint_test
 
 import (
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/fibermpi/fibermpi/endpoint"
-	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/internal/jobtest"
 	"github.com/fibermpi/fibermpi/internal/testenv"
 )
@@ -23,7 +20,7 @@ import (
 //
 //	go test -run '^$' -bench ShmLoopback -count 6 ./endpoint
 func BenchmarkShmLoopback(b *testing.B) {
-	from, to, done := shmPair(b)
+	from, to, done := jobtest.ShmPair(b)
 	defer done()
 	sbuf, rbuf := []byte("8 bytes!"), make([]byte, 8)
 	wf, wt := from.World(), to.World()
@@ -56,7 +53,7 @@ func BenchmarkShmLoopback(b *testing.B) {
 // pattern: 64 receives posted, 64 sends, then a wait for each receive;
 // one op is one message.
 func BenchmarkShmLoopbackWindow(b *testing.B) {
-	from, to, done := shmPair(b)
+	from, to, done := jobtest.ShmPair(b)
 	defer done()
 	const window = 64
 	sbuf := []byte("8 bytes!")
@@ -96,45 +93,4 @@ func BenchmarkShmLoopbackWindow(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(testenv.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
-}
-
-// shmPair makes the two processes and returns a handle of each world
-// endpoint, registered by the calling goroutine, and the cleanup.
-func shmPair(b *testing.B) (from, to *endpoint.Endpoint, done func()) {
-	boots := jobtest.NewMemJob(2)
-	ps := make([]*endpoint.Process, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i := range ps {
-		wg.Go(func() {
-			ps[i], errs[i] = endpoint.Init(endpoint.ThreadSingle, endpoint.Options{
-				Workers: 1, Bootstrap: boots[i], Progress: endpoint.ProgressCaller,
-				Fiber: fiber.Config{SleepAfter: 10 * time.Microsecond},
-			})
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			b.Fatalf("process %d: %v", i, err)
-		}
-	}
-	var hs [2]*endpoint.Endpoint
-	for i, p := range ps {
-		h, err := p.World().Register(fiber.NewGoroutineWaiter())
-		if err != nil {
-			b.Fatal(err)
-		}
-		hs[i] = h
-	}
-	return hs[0], hs[1], func() {
-		for _, h := range hs {
-			_ = h.Unregister()
-		}
-		var wg sync.WaitGroup
-		for _, p := range ps {
-			wg.Go(func() { _ = p.Finalize() })
-		}
-		wg.Wait()
-	}
 }

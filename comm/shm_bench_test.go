@@ -1,0 +1,74 @@
+//go:build linux
+
+package comm_test
+
+import (
+	"testing"
+
+	"github.com/fibermpi/fibermpi/comm"
+	"github.com/fibermpi/fibermpi/internal/jobtest"
+	"github.com/fibermpi/fibermpi/internal/testenv"
+)
+
+// BenchmarkShmLoopbackWindow is osu_mbw_mr's loop through every layer
+// (Comm[T], the endpoint, shared memory), both ends in one goroutine: two
+// processes of a job simulated in this OS process (jobtest.ShmPair), 64
+// receives posted with IrecvInto, 64 sends with IsendInto and WaitAll over
+// them, then WaitAll over the receives, whose first poll delivers the
+// window. One op is one message; cpu-ns/op is the processor time of both
+// ends, without the cross-core traffic of two processes.
+//
+//	go test -run '^$' -bench ShmLoopbackWindow -count 6 ./comm
+func BenchmarkShmLoopbackWindow(b *testing.B) {
+	from, to, done := jobtest.ShmPair(b)
+	defer done()
+	cf, err := comm.World[byte](from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ct, err := comm.World[byte](to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const window = 64
+	sbuf, rbuf := []byte("8 bytes!"), make([]byte, 8)
+	var sreqs, rreqs [window]comm.Request[byte]
+	swait, rwait := make([]comm.Waitable, window), make([]comm.Waitable, window)
+	for i := range window {
+		swait[i], rwait[i] = &sreqs[i], &rreqs[i]
+	}
+	round := func() {
+		for i := range window {
+			if err := ct.IrecvInto(&rreqs[i], rbuf, 0, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := range window {
+			if err := cf.IsendInto(&sreqs[i], sbuf, 1, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := comm.WaitAll(swait...); err != nil {
+			b.Fatal(err)
+		}
+		if err := comm.WaitAll(rwait...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 100 {
+		round()
+	}
+	cpu := testenv.ProcessCPU()
+	n := 0
+	for b.Loop() {
+		if n%window == 0 {
+			round()
+		}
+		n++
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(testenv.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
+	if string(rbuf) != string(sbuf) {
+		b.Fatalf("received %q, want %q", rbuf, sbuf)
+	}
+}
