@@ -302,6 +302,13 @@ func (c *Comm[T]) IsendInto(q *Request[T], buf []T, dst, tag int) error {
 		return err
 	}
 	q.r = r
+	if r != &q.own {
+		// The shared request of an eager send, complete from the start
+		// with the zero status, which is what settle would make of it
+		// (q.st is zero): WaitAll over a window of them costs nothing.
+		q.finished = true
+		q.release()
+	}
 	return nil
 }
 
