@@ -245,11 +245,11 @@ func (q *CollRequest) done() error {
 	}
 	return q.complete()
 }
-func (q *CollRequest) parts() (*endpoint.Request, *fiber.Waiter, *CollRequest) {
+func (q *CollRequest) parts() (*p2p, *CollRequest) {
 	if q == nil {
-		return nil, nil, nil
+		return nil, nil
 	}
-	return nil, q.w, q
+	return nil, q
 }
 
 // isDone advances the collective without blocking and reports whether it

@@ -223,18 +223,24 @@ func (c *Comm[T]) isend(data []byte, dst, tag int) (*Request[T], error) {
 			return nil, err
 		}
 		if c.sent == nil {
-			c.sent = &Request[T]{r: r, w: c.ep.Waiter(), size: c.size}
+			c.sent = c.request(r, nil)
 		}
 		return c.sent, nil
 	}
-	q := &Request[T]{w: c.ep.Waiter(), size: c.size, hold: c.hold()}
-	r, err := c.ep.IsendInto(&q.own, c.c, c.rank, dst, tag, data)
+	q := c.request(nil, c.hold())
+	r, err := c.ep.IsendInto(&q.p.own, c.c, c.rank, dst, tag, data)
 	if err != nil {
-		q.release()
+		q.p.release()
 		return nil, err
 	}
-	q.r = r
+	q.p.r = r
 	return q, nil
+}
+
+// request makes a request of this communicator's caller for endpoint
+// request r, holding hold (c.hold(), or nil).
+func (c *Comm[T]) request(r *endpoint.Request, hold *state) *Request[T] {
+	return &Request[T]{p2p{r: r, w: c.ep.Waiter(), size: c.size, hold: hold}}
 }
 
 // Issend is Isend in synchronous mode: the request completes once the
@@ -247,7 +253,7 @@ func (c *Comm[T]) Issend(buf []T, dst, tag int) (*Request[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size, hold: c.hold()}, nil
+	return c.request(r, c.hold()), nil
 }
 
 // Irecv posts a receive into buf. buf must not be touched until the request
@@ -256,12 +262,12 @@ func (c *Comm[T]) Irecv(buf []T, src, tag int) (*Request[T], error) {
 	if c.freed() {
 		return nil, ErrFreed
 	}
-	q := &Request[T]{w: c.ep.Waiter(), size: c.size, hold: c.hold()}
-	if err := c.ep.IrecvInto(&q.own, c.c, src, tag, c.bytes(buf)); err != nil {
-		q.release()
+	q := c.request(nil, c.hold())
+	if err := c.ep.IrecvInto(&q.p.own, c.c, src, tag, c.bytes(buf)); err != nil {
+		q.p.release()
 		return nil, err
 	}
-	q.r = &q.own
+	q.p.r = &q.p.own
 	return q, nil
 }
 
@@ -274,15 +280,17 @@ func (c *Comm[T]) IrecvInto(q *Request[T], buf []T, src, tag int) error {
 	if c.freed() {
 		return ErrFreed
 	}
-	if err := q.recycle(c); err != nil {
+	if q == nil {
+		return endpoint.ErrNilRequest
+	}
+	p := &q.p
+	if err := p.recycle(c.ep.Waiter(), c.size); err != nil {
 		return err
 	}
-	if err := c.ep.IrecvInto(&q.own, c.c, src, tag, c.bytes(buf)); err != nil {
-		q.release()
-		q.r = nil
-		return err
+	if err := c.ep.IrecvInto(&p.own, c.c, src, tag, c.bytes(buf)); err != nil {
+		return err // p.r stays nil: p is as new
 	}
-	q.r = &q.own
+	p.r, p.hold = &p.own, c.hold()
 	return nil
 }
 
@@ -292,22 +300,25 @@ func (c *Comm[T]) IsendInto(q *Request[T], buf []T, dst, tag int) error {
 	if c.freed() {
 		return ErrFreed
 	}
-	if err := q.recycle(c); err != nil {
+	if q == nil {
+		return endpoint.ErrNilRequest
+	}
+	p := &q.p
+	if err := p.recycle(c.ep.Waiter(), c.size); err != nil {
 		return err
 	}
-	r, err := c.ep.IsendInto(&q.own, c.c, c.rank, dst, tag, c.bytes(buf))
+	r, err := c.ep.IsendInto(&p.own, c.c, c.rank, dst, tag, c.bytes(buf))
 	if err != nil {
-		q.release()
-		q.r = nil
-		return err
+		return err // p.r stays nil: p is as new
 	}
-	q.r = r
-	if r != &q.own {
+	p.r = r
+	if r != &p.own {
 		// The shared request of an eager send, complete from the start
 		// with the zero status, which is what settle would make of it
-		// (q.st is zero): WaitAll over a window of them costs nothing.
-		q.finished = true
-		q.release()
+		// (p.st is zero): nothing to hold, nothing to settle.
+		p.finished = true
+	} else {
+		p.hold = c.hold()
 	}
 	return nil
 }
@@ -393,7 +404,7 @@ func (c *Comm[T]) IrecvLayout(buf []T, count int, dt datatype.Type, src, tag int
 		if err != nil {
 			return nil, err
 		}
-		return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size, hold: c.hold()}, nil
+		return c.request(r, c.hold()), nil
 	}
 	n, err := datatype.PackedSize(count, dt)
 	if err != nil {
@@ -408,7 +419,8 @@ func (c *Comm[T]) IrecvLayout(buf []T, count int, dt datatype.Type, src, tag int
 		return nil, err
 	}
 	dst := c.bytes(buf)
-	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size, hold: c.hold(), unpack: func(got int) error {
+	q := c.request(r, c.hold())
+	q.p.unpack = func(got int) error {
 		// A shorter message fills the layout's first got bytes.
 		u, err := datatype.NewUnpacker(dst, count, dt)
 		if err != nil {
@@ -416,7 +428,8 @@ func (c *Comm[T]) IrecvLayout(buf []T, count int, dt datatype.Type, src, tag int
 		}
 		_, err = u.Write(tmp[:got])
 		return err
-	}}, nil
+	}
+	return q, nil
 }
 
 // pack checks dt against T and returns the bytes to send.

@@ -58,5 +58,5 @@ func (c *Comm[T]) Imrecv(m *Message, buf []T) (*Request[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Request[T]{r: r, w: c.ep.Waiter(), size: c.size}, nil
+	return c.request(r, nil), nil
 }

@@ -17,6 +17,14 @@ import (
 // operation in one the caller provides, its zero value or a completed one,
 // so that a loop of nonblocking operations allocates nothing.
 type Request[T any] struct {
+	p p2p // T only types the buffers: the state is the same for every T
+}
+
+// p2p is a point-to-point request's state. It does not depend on the
+// element type, so that the waits over many requests (WaitAll) and the
+// reuse of a request run as plain code, which inlines, instead of a
+// generic instance's, which goes through a dictionary.
+type p2p struct {
 	r      *endpoint.Request // own, or a shared completed send
 	own    endpoint.Request  // embedded: one allocation per request
 	w      *fiber.Waiter
@@ -29,7 +37,7 @@ type Request[T any] struct {
 }
 
 // finish computes the final status once (unpacking a layout receive).
-func (q *Request[T]) finish() Status {
+func (q *p2p) finish() Status {
 	q.settle()
 	return q.st
 }
@@ -39,10 +47,14 @@ func (q *Request[T]) finish() Status {
 // and copied went through the stack as 8-byte stores read back as 16-byte
 // loads, which the processor cannot forward (perf: a third of a
 // completion's time in mbw_mr).
-func (q *Request[T]) settle() {
-	if q.finished {
-		return
+func (q *p2p) settle() {
+	if !q.finished {
+		q.settleNow()
 	}
+}
+
+// settleNow is settle's work, apart so that settle inlines.
+func (q *p2p) settleNow() {
 	q.finished = true
 	q.release()
 	es := q.r.Status() // four fields: the compiler keeps it in registers
@@ -57,11 +69,16 @@ func (q *Request[T]) settle() {
 	}
 }
 
-// recycle readies q, new or complete, for another operation on c.
-func (q *Request[T]) recycle(c *Comm[T]) error {
-	if q == nil {
-		return endpoint.ErrNilRequest
-	}
+// done settles q and returns its error.
+func (q *p2p) done() error {
+	q.settle()
+	return q.st.Err
+}
+
+// recycle readies q, new or complete, for another operation of a
+// communicator with elements of size bytes, by the caller of waiter w. The
+// caller then sets hold (Comm.hold) if the operation may stay pending.
+func (q *p2p) recycle(w *fiber.Waiter, size int) error {
 	if q.r != nil {
 		if !q.r.Test() {
 			return endpoint.ErrRequestActive
@@ -70,13 +87,13 @@ func (q *Request[T]) recycle(c *Comm[T]) error {
 			q.release()
 		}
 	}
-	q.r, q.w, q.size, q.unpack = nil, c.ep.Waiter(), c.size, nil
-	q.hold, q.finished, q.st = c.hold(), false, Status{}
+	q.r, q.w, q.size, q.unpack = nil, w, size, nil
+	q.hold, q.finished, q.st = nil, false, Status{}
 	return nil
 }
 
 // release drops the request's reference on its communicator.
-func (q *Request[T]) release() {
+func (q *p2p) release() {
 	if q.hold != nil { // most communicators cannot be freed: no call
 		q.hold.release()
 		q.hold = nil
@@ -89,18 +106,18 @@ func (q *Request[T]) Wait() (Status, error) {
 	if q == nil {
 		return Status{}, endpoint.ErrNilRequest
 	}
-	q.r.WaitFor(q.w)
-	st := q.finish()
+	q.p.r.WaitFor(q.p.w)
+	st := q.p.finish()
 	return st, st.Err
 }
 
 // Test reports whether the request has completed, with its status if so. It
 // never blocks.
 func (q *Request[T]) Test() (Status, bool) {
-	if q == nil || !q.r.Test() {
+	if q == nil || !q.p.r.Test() {
 		return Status{}, false
 	}
-	return q.finish(), true
+	return q.p.finish(), true
 }
 
 // WaitContext waits until the request completes or ctx ends, the way Wait
@@ -113,10 +130,10 @@ func (q *Request[T]) WaitContext(ctx context.Context) (Status, error) {
 	if q == nil {
 		return Status{}, endpoint.ErrNilRequest
 	}
-	if err := q.r.WaitForContext(q.w, ctx); err != nil && !q.r.Test() {
+	if err := q.p.r.WaitForContext(q.p.w, ctx); err != nil && !q.p.r.Test() {
 		return Status{}, err
 	}
-	st := q.finish()
+	st := q.p.finish()
 	return st, st.Err
 }
 
@@ -127,10 +144,10 @@ func (q *Request[T]) WaitTimeout(d time.Duration) (Status, error) {
 	if q == nil {
 		return Status{}, endpoint.ErrNilRequest
 	}
-	if err := q.r.WaitTimeout(q.w, d); err != nil && !q.r.Test() {
+	if err := q.p.r.WaitTimeout(q.p.w, d); err != nil && !q.p.r.Test() {
 		return Status{}, err
 	}
-	st := q.finish()
+	st := q.p.finish()
 	return st, st.Err
 }
 
@@ -143,7 +160,7 @@ func (q *Request[T]) Done() <-chan struct{} {
 	if q == nil {
 		return closedChan // a nil request is complete, as MPI_REQUEST_NULL
 	}
-	return q.r.Done()
+	return q.p.r.Done()
 }
 
 // closedChan is the Done channel of a nil request.
@@ -163,17 +180,14 @@ func (q *Request[T]) Cancel() bool {
 	if q == nil {
 		return false
 	}
-	return q.r.Cancel()
+	return q.p.r.Cancel()
 }
 
 // parts and done make Request[T] a Waitable.
-func (q *Request[T]) parts() (*endpoint.Request, *fiber.Waiter, *CollRequest) {
+func (q *Request[T]) parts() (*p2p, *CollRequest) {
 	if q == nil {
-		return nil, nil, nil
+		return nil, nil
 	}
-	return q.r, q.w, nil
+	return &q.p, nil
 }
-func (q *Request[T]) done() error {
-	q.settle()
-	return q.st.Err
-}
+func (q *Request[T]) done() error { return q.p.done() }

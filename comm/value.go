@@ -104,7 +104,7 @@ func IsendValue[T, V any](c *Comm[T], v V, dst, tag int) (*Request[byte], error)
 	if err != nil {
 		return nil, err
 	}
-	return &Request[byte]{r: r, w: c.ep.Waiter(), size: 1}, nil
+	return &Request[byte]{p2p{r: r, w: c.ep.Waiter(), size: 1}}, nil
 }
 
 // RecvValue receives a value that SendValue sent, from src (or AnySource)

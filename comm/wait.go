@@ -21,10 +21,10 @@ type Waitable interface {
 	// Done returns a channel closed when the request completes.
 	Done() <-chan struct{}
 
-	// parts returns a point-to-point request's endpoint request (else
-	// nil), the caller's waiter, and a collective's *CollRequest (else
-	// nil): one call, for the loops over many requests.
-	parts() (*endpoint.Request, *fiber.Waiter, *CollRequest)
+	// parts returns a point-to-point request's state (else nil) and a
+	// collective's *CollRequest (else nil): one call, for the loops over
+	// many requests, which then work on the state directly.
+	parts() (*p2p, *CollRequest)
 	done() error // the final error, once complete
 }
 
@@ -38,18 +38,27 @@ func isNil(q Waitable) bool {
 	if q == nil {
 		return true
 	}
-	b, _, c := q.parts()
+	b, c := q.parts()
 	return b == nil && c == nil
 }
 
 // complete reports, without blocking, whether q has completed (advancing a
 // collective).
 func complete(q Waitable) bool {
-	b, _, c := q.parts()
+	b, c := q.parts()
 	if c != nil {
 		return c.isDone()
 	}
-	return b.Test()
+	return b.r.Test()
+}
+
+// waiterOf returns the waiter of q's caller.
+func waiterOf(q Waitable) *fiber.Waiter {
+	b, c := q.parts()
+	if c != nil {
+		return c.w
+	}
+	return b.w
 }
 
 // WaitAll waits for every request (of any endpoints, element types and
@@ -76,7 +85,7 @@ func WaitAllContext(ctx context.Context, reqs ...Waitable) error {
 		if q == nil {
 			return endpoint.ErrNilRequest
 		}
-		switch b, _, c := q.parts(); {
+		switch b, c := q.parts(); {
 		case c != nil:
 			colls = true
 		case b == nil:
@@ -88,7 +97,7 @@ func WaitAllContext(ctx context.Context, reqs ...Waitable) error {
 	// point-to-point requests complete on their own meanwhile.
 	if colls {
 		for _, q := range reqs {
-			if _, _, c := q.parts(); c != nil {
+			if _, c := q.parts(); c != nil {
 				if !bounded {
 					_ = c.Wait() // its error is collected below
 				} else if c.WaitContext(ctx) != nil && ctx.Err() != nil && !c.isDone() {
@@ -101,17 +110,24 @@ func WaitAllContext(ctx context.Context, reqs ...Waitable) error {
 	// complete (one pass).
 	var errs []error
 	for i, q := range reqs {
-		if b, w, c := q.parts(); c == nil && !b.Test() {
-			if bounded {
-				_ = b.WaitForContext(w, ctx)
-				if !b.Test() {
-					return ctx.Err()
+		b, c := q.parts()
+		var err error
+		if c == nil {
+			if !b.r.Test() {
+				if bounded {
+					_ = b.r.WaitForContext(b.w, ctx)
+					if !b.r.Test() {
+						return ctx.Err()
+					}
+				} else {
+					b.r.WaitFor(b.w)
 				}
-			} else {
-				b.WaitFor(w)
 			}
+			err = b.done()
+		} else {
+			err = c.done()
 		}
-		if err := q.done(); err != nil {
+		if err != nil {
 			if errs == nil {
 				errs = make([]error, len(reqs))
 			}
@@ -137,7 +153,7 @@ func WaitAnyContext(ctx context.Context, reqs ...Waitable) (int, error) {
 	var w *fiber.Waiter
 	for _, q := range reqs {
 		if !isNil(q) {
-			_, w, _ = q.parts()
+			w = waiterOf(q)
 			break
 		}
 	}
@@ -162,10 +178,10 @@ func WaitAnyContext(ctx context.Context, reqs ...Waitable) (int, error) {
 			if isNil(q) {
 				continue
 			}
-			b, _, c := q.parts()
+			b, c := q.parts()
 			switch {
 			case c == nil:
-				pend = append(pend, b)
+				pend = append(pend, b.r)
 			case c.h != nil && !c.h.keep:
 				handed = append(handed, c.h)
 			default:
