@@ -191,7 +191,11 @@ func (c *core) ReceiveEager(w int, h rdma.EagerHeader, data []byte) bool {
 // buffer; it reports false, changing nothing, when none is posted (the
 // sender then sends a packet, which Arrive matches or queues in order).
 func (c *core) deliverDirect(ctx uint32, src, tag int32, data []byte) bool {
-	r, ok, err := c.table.TryArrive(match.MustKey(ctx, src, tag))
+	key, ok := match.ExactKey(ctx, src, tag)
+	if !ok {
+		key = match.MustKey(ctx, src, tag) // panics: senders check their keys
+	}
+	r, ok, err := c.table.TryArrive(key)
 	if err != nil || !ok {
 		return false
 	}

@@ -219,6 +219,8 @@ func (e *Endpoint) enter() error {
 	return nil
 }
 
+// leave undoes enter's busy count (invariants builds). The hot calls defer
+// it under invariants.Enabled, so that other builds pay for no defer.
 func (e *Endpoint) leave() {
 	if invariants.Enabled && e.c.level < ThreadMultiple {
 		e.c.busy.Add(-1)
@@ -289,7 +291,9 @@ func (e *Endpoint) isendInto(r *Request, c Comm, me, dst, tag int, data []byte, 
 	if err := e.enter(); err != nil {
 		return nil, err
 	}
-	defer e.leave()
+	if invariants.Enabled {
+		defer e.leave() // the busy count of enter: nothing else to undo
+	}
 	if !validSend(len(c.Addrs), me, dst, tag) {
 		if err := checkSend(c, me, dst, tag); err != nil {
 			if err == errProcNull {
@@ -428,7 +432,9 @@ func (e *Endpoint) Irecv(c Comm, src, tag int, buf []byte) (*Request, error) {
 	if err := e.enter(); err != nil {
 		return nil, err
 	}
-	defer e.leave()
+	if invariants.Enabled {
+		defer e.leave() // the busy count of enter: nothing else to undo
+	}
 	r := &Request{kind: reqRecv, ep: e.c, owner: e.rec}
 	if err := e.post(c, src, tag, buf, r); err != nil {
 		return nil, err
@@ -447,7 +453,9 @@ func (e *Endpoint) IrecvInto(r *Request, c Comm, src, tag int, buf []byte) error
 	if err := e.enter(); err != nil {
 		return err
 	}
-	defer e.leave()
+	if invariants.Enabled {
+		defer e.leave() // the busy count of enter: nothing else to undo
+	}
 	if err := r.recycle(reqRecv, e.c); err != nil {
 		return err
 	}
@@ -487,6 +495,11 @@ func (e *Endpoint) post(c Comm, src, tag int, buf []byte, r *Request) error {
 
 // recvKey validates a receive's source and tag and builds its key.
 func recvKey(c Comm, src, tag int) (match.Key, error) {
+	if uint(src) < uint(len(c.Addrs)) && uint(tag) <= uint(MaxTag) {
+		if k, ok := match.ExactKey(c.Context, int32(src), int32(tag)); ok {
+			return k, nil // an exact receive: no wildcard to check
+		}
+	}
 	if len(c.Addrs) == 0 { // no rank could send it (a freed communicator's view)
 		return match.Key{}, fmt.Errorf("%w: receive on a communicator of no ranks", ErrRank)
 	}
@@ -508,7 +521,9 @@ func (e *Endpoint) Iprobe(c Comm, src, tag int) (Status, bool, error) {
 	if err := e.enter(); err != nil {
 		return Status{}, false, err
 	}
-	defer e.leave()
+	if invariants.Enabled {
+		defer e.leave() // the busy count of enter: nothing else to undo
+	}
 	key, err := recvKey(c, src, tag)
 	if err != nil {
 		if err == errProcNull {
@@ -578,7 +593,9 @@ func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool
 	if err := e.enter(); err != nil {
 		return err
 	}
-	defer e.leave()
+	if invariants.Enabled {
+		defer e.leave() // the busy count of enter: nothing else to undo
+	}
 	if !validSend(len(c.Addrs), me, dst, tag) {
 		if err := checkSend(c, me, dst, tag); err != nil {
 			if err == errProcNull {
@@ -609,7 +626,9 @@ func (e *Endpoint) Recv(c Comm, src, tag int, buf []byte) (Status, error) {
 	if err := e.enter(); err != nil {
 		return Status{}, err
 	}
-	defer e.leave()
+	if invariants.Enabled {
+		defer e.leave() // the busy count of enter: nothing else to undo
+	}
 	r := e.scratch
 	r.reset(reqRecv, e.c, e.waiter)
 	if err := e.post(c, src, tag, buf, r); err != nil {

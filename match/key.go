@@ -53,6 +53,9 @@ type Key struct {
 // [0, MaxSource] or AnySource; tag must be in [0, MaxTag] or AnyTag. Out of
 // range values give a *KeyError that matches ErrKeyRange.
 func NewKey(ctx uint32, src, tag int32) (Key, error) {
+	if k, ok := ExactKey(ctx, src, tag); ok {
+		return k, nil
+	}
 	if ctx > MaxContext {
 		return Key{}, &KeyError{Field: "context", Value: int64(ctx), Max: int64(MaxContext)}
 	}
@@ -84,6 +87,17 @@ func MustKey(ctx uint32, src, tag int32) Key {
 		panic("match: " + err.Error())
 	}
 	return k
+}
+
+// ExactKey builds the key of a message or an exact receive: it reports
+// false, and NewKey says why, unless ctx is at most MaxContext and src and
+// tag are in [0, MaxSource] and [0, MaxTag] (no wildcard). It is NewKey's
+// common case, small enough to inline into the paths of every message.
+func ExactKey(ctx uint32, src, tag int32) (Key, bool) {
+	if ctx > MaxContext || uint32(src) > uint32(MaxSource) || uint32(tag) > uint32(MaxTag) {
+		return Key{}, false
+	}
+	return Key{v: uint64(ctx)<<ctxShift | uint64(src)<<sourceShift | uint64(tag)<<tagShift}, true
 }
 
 // Context returns the key's context id.
