@@ -81,6 +81,12 @@ type Endpoint struct {
 	// peerAddr): an endpoint's core never changes while the process lives.
 	peer     *core
 	peerAddr rdma.Addr
+	// eagerVia caches the way of the last eager send to another process
+	// (at eagerTo, if eagerSet): the transport's own EagerSender, or the
+	// backend an rdma.EagerRouter hands to (nil: none, send packets).
+	eagerVia rdma.EagerSender
+	eagerTo  rdma.Addr
+	eagerSet bool
 
 	// rec is the registration as the watchdogs see it (job.go).
 	rec *caller
@@ -387,9 +393,18 @@ func (e *Endpoint) eager(c Comm, me, dst, tag int, data []byte) error {
 		e.c.tr.Instant(trace.KindEager, int32(to), int32(tag), c.Context, len(data))
 	}
 	p := e.c.p
-	if p.eagerTr != nil && p.backlog.queued.Load() == 0 &&
-		p.eagerTr.SendEager(e.worker, to, rdma.EagerHeader{From: e.c.addr, Context: c.Context, Source: int32(me), Tag: int32(tag)}, data) {
-		return nil
+	if p.eagerTr != nil && p.backlog.queued.Load() == 0 {
+		via := e.eagerVia
+		if !e.eagerSet || e.eagerTo != to {
+			via = p.eagerTr
+			if p.eagerRouter != nil {
+				via = p.eagerRouter.EagerVia(to)
+			}
+			e.eagerVia, e.eagerTo, e.eagerSet = via, to, true
+		}
+		if via != nil && via.SendEager(e.worker, to, rdma.EagerHeader{From: e.c.addr, Context: c.Context, Source: int32(me), Tag: int32(tag)}, data) {
+			return nil
+		}
 	}
 	pk := e.c.getPacket(e.worker, e.waiter)
 	pk.Context, pk.Source, pk.Tag = c.Context, int32(me), int32(tag)

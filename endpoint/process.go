@@ -265,6 +265,9 @@ type Process struct {
 	// eagerTr is the transport as an rdma.EagerSender (nil if it is not
 	// one): eager sends to other processes then need no packet.
 	eagerTr rdma.EagerSender
+	// eagerRouter is the transport as an rdma.EagerRouter (nil if it is
+	// not one): a handle keeps the way of its last eager destination.
+	eagerRouter rdma.EagerRouter
 
 	world     Comm  // the Init world: one endpoint per process
 	worldProc Comm  // its process communicator: worldCore alone
@@ -359,6 +362,7 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 	p.local, _ = p.tr.(rdma.Local)
 	p.putter, _ = p.tr.(rdma.PutStarter)
 	p.eagerTr, _ = p.tr.(rdma.EagerSender)
+	p.eagerRouter, _ = p.tr.(rdma.EagerRouter)
 	fcfg := opts.Fiber
 	var alarm rdma.Alarm
 	if opts.Progress == ProgressIdle {

@@ -178,6 +178,16 @@ type EagerSender interface {
 	SendEager(w int, to Addr, h EagerHeader, data []byte) bool
 }
 
+// EagerRouter is implemented by transports that hand each destination to
+// another transport (rdma/route). EagerVia returns the EagerSender that
+// SendEager uses for to, nil if it has none, so that a caller that sends
+// to one destination many times looks the way up once. A destination's
+// way never changes while the transport is open, and after Close the
+// EagerSender returned reports false, as SendEager does.
+type EagerRouter interface {
+	EagerVia(to Addr) EagerSender
+}
+
 // EagerReceiver is implemented by Receivers that can take an eager message
 // straight from a transport's memory, without a packet, when a receive is
 // posted for it. ReceiveEager reports whether it took the message (it has

@@ -180,6 +180,15 @@ func (t *Transport) SendEager(w int, to rdma.Addr, h rdma.EagerHeader, data []by
 	return false
 }
 
+// EagerVia returns the backend of to's process if it sends eager messages
+// without a packet (rdma.EagerRouter), else nil.
+func (t *Transport) EagerVia(to rdma.Addr) rdma.EagerSender {
+	if owner := t.layout.Owner(to); owner >= 0 && owner < len(t.eager) && t.eager[owner] != nil {
+		return t.eager[owner]
+	}
+	return nil
+}
+
 // Peer returns the Receiver of a local endpoint; for an endpoint of
 // another process it returns rdma.ErrRemote.
 func (t *Transport) Peer(a rdma.Addr) (rdma.Receiver, error) {
