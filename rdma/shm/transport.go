@@ -390,18 +390,26 @@ func (t *Transport) entry(a rdma.Addr) *atomic.Pointer[binding] {
 // route returns the ring towards the process that owns a, checking that a
 // is bound there.
 func (t *Transport) route(a rdma.Addr) (*outRing, error) {
-	p := t.layout.Owner(a)
-	if p < 0 || p >= len(t.out) {
-		return nil, rdma.ErrNoPeer
+	if o := t.ring(a); o != nil {
+		return o, nil
 	}
-	o := t.out[p]
-	if o == nil {
+	if p := t.layout.Owner(a); p >= 0 && p < len(t.out) && t.out[p] == nil {
 		return nil, fmt.Errorf("%w: address %d belongs to process %d, not on this node", rdma.ErrNoPeer, a, p)
 	}
-	if !o.seg.isBound(a) {
-		return nil, rdma.ErrNoPeer
+	return nil, rdma.ErrNoPeer
+}
+
+// ring is route without the error: the ring towards a's process if a is
+// bound there, else nil.
+func (t *Transport) ring(a rdma.Addr) *outRing {
+	p := t.layout.Owner(a)
+	if p < 0 || p >= len(t.out) {
+		return nil
 	}
-	return o, nil
+	if o := t.out[p]; o != nil && o.seg.isBound(a) {
+		return o
+	}
+	return nil
 }
 
 // Send copies pk into the ring of the process that owns to and returns pk
@@ -434,10 +442,27 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 // once (closed, unbound, too long, a full ring): the caller then sends a
 // packet, and Send says why. It wakes the receiving process if it sleeps.
 func (t *Transport) SendEager(w int, to rdma.Addr, h rdma.EagerHeader, data []byte) bool {
-	o, rec, err := t.open(to, len(data))
-	if err != nil {
+	// open's steps, without its errors: false sends a packet, and Send
+	// says what is wrong.
+	if t.closed.Load() || len(data) > t.cfg.PayloadSize {
 		return false
 	}
+	o := t.ring(to)
+	if o == nil {
+		return false
+	}
+	size := uint64(recordSize(len(data)))
+	o.mu.lock()
+	if o.dead {
+		o.mu.unlock()
+		return false
+	}
+	off, ok := o.reserve(size)
+	if !ok {
+		o.mu.unlock()
+		return false
+	}
+	rec := o.data[off : off+size]
 	packet.EncodeEager(rec[:headSize], h.Context, h.Source, h.Tag, uint32(h.From), len(data))
 	copy(rec[headSize:], data)
 	o.commit(to, rec)
