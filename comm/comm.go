@@ -314,9 +314,9 @@ func (c *Comm[T]) IsendInto(q *Request[T], buf []T, dst, tag int) error {
 	p.r = r
 	if r != &p.own {
 		// The shared request of an eager send, complete from the start
-		// with the zero status, which is what settle would make of it
-		// (p.st is zero): nothing to hold, nothing to settle.
-		p.finished = true
+		// with the zero status, which is what settle would make of it:
+		// nothing to hold, nothing to settle.
+		p.finished, p.st = true, Status{}
 	} else {
 		p.hold = c.hold()
 	}

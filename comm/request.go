@@ -88,7 +88,7 @@ func (q *p2p) recycle(w *fiber.Waiter, size int) error {
 		}
 	}
 	q.r, q.w, q.size, q.unpack = nil, w, size, nil
-	q.hold, q.finished, q.st = nil, false, Status{}
+	q.hold, q.finished = nil, false // settle writes every field of st
 	return nil
 }
 
