@@ -144,6 +144,20 @@ func TestWaitMixed(t *testing.T) {
 				if !errors.Is(err, ErrTruncate) || !errors.As(err, &te) || te.Got != 16 {
 					return fmt.Errorf("WaitError does not unwrap to the TruncateError: %v", err)
 				}
+				// Again, now that both are complete: point-to-point
+				// requests all complete take WaitAll's one-pass path,
+				// which must say the same.
+				sent, err := c.Isend([]int{7}, (c.Rank()+1)%3, 9)
+				if err != nil {
+					return err
+				}
+				err = WaitAll(sent, bad)
+				if !errors.As(err, &we) || len(we.Errs) != 2 || we.Errs[0] != nil || !errors.Is(we.Errs[1], ErrTruncate) {
+					return fmt.Errorf("WaitAll of complete requests with a truncated receive: %v", err)
+				}
+				if _, err := c.Recv(short, (c.Rank()+2)%3, 9); err != nil {
+					return err
+				}
 				return nil
 			})
 			if err != nil {

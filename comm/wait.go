@@ -80,6 +80,13 @@ func WaitAllContext(ctx context.Context, reqs ...Waitable) error {
 	// with one interface call a request, and the collectives' pass only
 	// when there are any. An eager send is settled when it starts
 	// (Comm.IsendInto), so a window of them costs two calls each here.
+	// First, the case of requests that are all point-to-point and
+	// complete (a window of eager sends; receives whose messages came): one
+	// pass, which hands over to the general one at anything else before
+	// anything has waited.
+	if ok, err := settledAll(reqs); ok {
+		return err
+	}
 	colls := false
 	for _, q := range reqs {
 		if q == nil {
@@ -138,6 +145,32 @@ func WaitAllContext(ctx context.Context, reqs ...Waitable) error {
 		return &WaitError{Errs: errs}
 	}
 	return nil
+}
+
+// settledAll settles reqs and reports true, with WaitAll's error, if they
+// are all point-to-point and complete; otherwise it reports false, having
+// only settled some complete ones (which settling again leaves alone).
+func settledAll(reqs []Waitable) (bool, error) {
+	var errs []error
+	for i, q := range reqs {
+		if q == nil {
+			return false, nil
+		}
+		b, _ := q.parts()
+		if b == nil || !b.r.Test() {
+			return false, nil
+		}
+		if err := b.done(); err != nil {
+			if errs == nil {
+				errs = make([]error, len(reqs))
+			}
+			errs[i] = err
+		}
+	}
+	if errs != nil {
+		return true, &WaitError{Errs: errs}
+	}
+	return true, nil
 }
 
 // WaitAny waits until one request completes and returns its index and its
