@@ -81,18 +81,54 @@ type Endpoint struct {
 	// peerAddr): an endpoint's core never changes while the process lives.
 	peer     *core
 	peerAddr rdma.Addr
-	// eagerVia caches the way of the last eager send to another process
-	// (at eagerTo, if eagerSet): the transport's own EagerSender, or the
-	// backend an rdma.EagerRouter hands to (nil: none, send packets).
-	eagerVia rdma.EagerSender
-	eagerTo  rdma.Addr
-	eagerSet bool
+	// dst caches what a send needs to know of its destination, for the
+	// last one this handle sent to: none of it changes while the process
+	// lives.
+	dst dest
 
 	// rec is the registration as the watchdogs see it (job.go).
 	rec *caller
 	// tracing is set while a traced call runs the untraced one
 	// (trace.go).
 	tracing bool
+}
+
+// dest is a handle's knowledge of its last destination (Endpoint.dst).
+type dest struct {
+	to     rdma.Addr
+	set    bool
+	remote bool        // to lives in another process
+	offers *peerOffers // to's offers and counts (remote only)
+	// eager is the way of an eager send to to: the transport's own
+	// rdma.EagerSender, or the backend an rdma.EagerRouter hands to; nil
+	// means none (send packets).
+	eager rdma.EagerSender
+}
+
+// dest returns the handle's knowledge of destination to, looked up if to
+// is not the last one.
+func (e *Endpoint) dest(to rdma.Addr) *dest {
+	if d := &e.dst; d.set && d.to == to {
+		return d
+	}
+	return e.lookDest(to)
+}
+
+// lookDest is dest's lookup.
+func (e *Endpoint) lookDest(to rdma.Addr) *dest {
+	p := e.c.p
+	d := dest{to: to, set: true, remote: p.remote(to)}
+	if d.remote {
+		d.offers = e.c.off.peers.get(to)
+	}
+	if p.eagerTr != nil {
+		d.eager = p.eagerTr
+		if p.eagerRouter != nil {
+			d.eager = p.eagerRouter.EagerVia(to)
+		}
+	}
+	e.dst = d
+	return &e.dst
 }
 
 // Rank returns the endpoint's rank in its world.
@@ -358,8 +394,9 @@ func (e *Endpoint) isEager(data []byte, sync bool) bool {
 //   - the message is eager: a packet carries it.
 func (e *Endpoint) quick(c Comm, me, dst, tag int, data []byte, sync bool) (bool, error) {
 	to := c.Addrs[dst]
-	if e.c.p.remote(to) {
-		if off, ok := e.c.off.route(to, c.Context, int32(tag)); ok {
+	d := e.dest(to)
+	if d.remote {
+		if off, ok := d.offers.route(c.Context, int32(tag)); ok {
 			return true, e.putOffered(to, off, data)
 		}
 	} else {
@@ -381,30 +418,21 @@ func (e *Endpoint) quick(c Comm, me, dst, tag int, data []byte, sync bool) (bool
 	if !e.isEager(data, sync) {
 		return false, nil
 	}
-	return true, e.eager(c, me, dst, tag, data)
+	return true, e.eager(c, me, d, tag, data)
 }
 
 // eager copies data into a packet and posts it: the send is complete. A
 // transport that takes eager messages without a packet (rdma.EagerSender)
 // gets data straight, unless packets wait in the backlog (they go first).
-func (e *Endpoint) eager(c Comm, me, dst, tag int, data []byte) error {
-	to := c.Addrs[dst]
+func (e *Endpoint) eager(c Comm, me int, d *dest, tag int, data []byte) error {
+	to := d.to
 	if e.c.tr != nil {
 		e.c.tr.Instant(trace.KindEager, int32(to), int32(tag), c.Context, len(data))
 	}
 	p := e.c.p
-	if p.eagerTr != nil && p.backlog.queued.Load() == 0 {
-		via := e.eagerVia
-		if !e.eagerSet || e.eagerTo != to {
-			via = p.eagerTr
-			if p.eagerRouter != nil {
-				via = p.eagerRouter.EagerVia(to)
-			}
-			e.eagerVia, e.eagerTo, e.eagerSet = via, to, true
-		}
-		if via != nil && via.SendEager(e.worker, to, rdma.EagerHeader{From: e.c.addr, Context: c.Context, Source: int32(me), Tag: int32(tag)}, data) {
-			return nil
-		}
+	if d.eager != nil && p.backlog.queued.Load() == 0 &&
+		d.eager.SendEager(e.worker, to, rdma.EagerHeader{From: e.c.addr, Context: c.Context, Source: int32(me), Tag: int32(tag)}, data) {
+		return nil
 	}
 	pk := e.c.getPacket(e.worker, e.waiter)
 	pk.Context, pk.Source, pk.Tag = c.Context, int32(me), int32(tag)

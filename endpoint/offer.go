@@ -153,7 +153,7 @@ func (o *offers) counted(peer rdma.Addr) {
 	o.peers.get(peer).arrived.Add(1)
 }
 
-// route is called before every send to peer under (ctx, tag): it takes the
+// route is called before every send to the peer under (ctx, tag): it takes the
 // fresh offer for that key if there is one, else it counts the eager or RTS
 // packet the caller is about to send.
 //
@@ -164,8 +164,7 @@ func (o *offers) counted(peer rdma.Addr) {
 // (and drops the offer as stale). An offer kept while route waits for the
 // lock is found there. Dropping is always safe: the receive is then matched
 // by an RTS like any other.
-func (o *offers) route(peer rdma.Addr, ctx uint32, tag int32) (offer, bool) {
-	po := o.peers.get(peer)
+func (po *peerOffers) route(ctx uint32, tag int32) (offer, bool) {
 	po.sent.Add(1)
 	if po.open.Load() == 0 {
 		return offer{}, false
