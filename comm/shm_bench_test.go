@@ -55,19 +55,7 @@ func BenchmarkShmLoopbackWindow(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for range 100 {
-		round()
-	}
-	cpu := testenv.ProcessCPU()
-	n := 0
-	for b.Loop() {
-		if n%window == 0 {
-			round()
-		}
-		n++
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(testenv.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
+	testenv.BenchWindows(b, window, round)
 	if string(rbuf) != string(sbuf) {
 		b.Fatalf("received %q, want %q", rbuf, sbuf)
 	}

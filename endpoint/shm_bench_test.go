@@ -80,17 +80,5 @@ func BenchmarkShmLoopbackWindow(b *testing.B) {
 			}
 		}
 	}
-	for range 100 {
-		round()
-	}
-	cpu := testenv.ProcessCPU()
-	n := 0
-	for b.Loop() {
-		if n%window == 0 {
-			round()
-		}
-		n++
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(testenv.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
+	testenv.BenchWindows(b, window, round)
 }
