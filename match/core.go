@@ -218,13 +218,22 @@ func (t *core) head(p *pair, i int) *opaque {
 	return e.val.Load()
 }
 
-// take is popHead with the common case inlined: a single item and no Slot.
+// take is popHead with the common cases first: while no Slot exists
+// (seed unset) nothing can take a head without the chain's lock, so the
+// head is there and moves with plain stores: the single item goes, or the
+// first node behind it becomes the head (a FIFO of posted receives or of
+// queued messages).
 func (t *core) take(p *pair, i int) *opaque {
-	if e := &p.b.ents[i]; !p.more(i) && !t.seed.Load() {
-		v := e.val.Load()
-		// Safety: as in setHead.
-		*(**opaque)(unsafe.Pointer(&e.val)) = nil
-		return v
+	if e := &p.b.ents[i]; !t.seed.Load() {
+		if v := e.val.Load(); v != nil {
+			var next *opaque
+			if p.more(i) {
+				next = t.unlinkFirst(p, i)
+			}
+			// Safety: as in setHead.
+			*(**opaque)(unsafe.Pointer(&e.val)) = next
+			return v
+		}
 	}
 	return t.popHead(p, i)
 }
