@@ -1,5 +1,7 @@
 package match
 
+import "github.com/fibermpi/fibermpi/internal/invariants"
+
 // Operations on exact keys, the table's fast path.
 
 // arrive is Table.Arrive on an exact key.
@@ -36,11 +38,17 @@ func (t *core) queueMsg(h, p *pair, i int, fp *pair, fi int, k uint64, m *opaque
 	if t.stamp {
 		seq = t.stripeOf(k).Add(1)
 	}
-	if p == nil && fp != nil { // the common case, inlined
+	switch {
+	case p == nil && fp != nil: // the common case, inlined
 		t.fill(fp, fi, k, m, kindMsg, seq)
-		return
+	case p != nil: // behind the messages already queued under k
+		if invariants.Enabled {
+			invariants.Check(!p.recv(i), "match: queueing a message among receives")
+		}
+		t.appendItem(p, i, m, seq)
+	default:
+		t.add(h, p, i, fp, fi, k, m, kindMsg, seq)
 	}
-	t.add(h, p, i, fp, fi, k, m, kindMsg, seq)
 }
 
 // post is Table.Post on an exact key.
@@ -57,9 +65,15 @@ func (t *core) post(k uint64, r *opaque) *opaque {
 			continue
 		}
 		// epoch stays 0 on a table that allows no wildcard.
-		if p == nil && fp != nil { // the common case, inlined
+		switch {
+		case p == nil && fp != nil: // the common case, inlined
 			t.fill(fp, fi, k, r, kindRecv, t.epoch.Load())
-		} else {
+		case p != nil: // behind the receives already posted under k
+			if invariants.Enabled {
+				invariants.Check(p.recv(i), "match: posting a receive among messages")
+			}
+			t.appendItem(p, i, r, t.epoch.Load())
+		default:
 			t.add(h, p, i, fp, fi, k, r, kindRecv, t.epoch.Load())
 		}
 		h.b.unlock()
