@@ -75,15 +75,13 @@ func WaitAll(reqs ...Waitable) error {
 // and the requests that had not completed stay pending (Cancel a receive to
 // withdraw it; a collective cannot be withdrawn).
 func WaitAllContext(ctx context.Context, reqs ...Waitable) error {
-	// Two passes over the point-to-point requests (a check, then the
-	// waits with each request settled as it is found complete), each
-	// with one interface call a request, and the collectives' pass only
-	// when there are any. An eager send is settled when it starts
-	// (Comm.IsendInto), so a window of them costs two calls each here.
-	// First, the case of requests that are all point-to-point and
-	// complete (a window of eager sends; receives whose messages came): one
-	// pass, which hands over to the general one at anything else before
-	// anything has waited.
+	// First, requests that are all point-to-point and complete (a window
+	// of eager sends, settled when they started; receives whose messages
+	// came): one pass, which hands over to the general way at anything
+	// else, before anything has waited. The general way: a check of every
+	// request, the collectives' pass only when there are any, and the
+	// waits, each request settled as it is found complete; one interface
+	// call a request each.
 	if ok, err := settledAll(reqs); ok {
 		return err
 	}
@@ -115,7 +113,7 @@ func WaitAllContext(ctx context.Context, reqs ...Waitable) error {
 	}
 	// Then each point-to-point request in turn, settled as soon as it is
 	// complete (one pass).
-	var errs []error
+	var errs waitErrs
 	for i, q := range reqs {
 		b, c := q.parts()
 		var err error
@@ -134,24 +132,37 @@ func WaitAllContext(ctx context.Context, reqs ...Waitable) error {
 		} else {
 			err = c.done()
 		}
-		if err != nil {
-			if errs == nil {
-				errs = make([]error, len(reqs))
-			}
-			errs[i] = err
+		errs.note(i, len(reqs), err)
+	}
+	return errs.err()
+}
+
+// waitErrs collects WaitAll's errors by request: nil while none failed.
+type waitErrs []error
+
+// note records err (if any) as request i's of n.
+func (e *waitErrs) note(i, n int, err error) {
+	if err != nil {
+		if *e == nil {
+			*e = make([]error, n)
 		}
+		(*e)[i] = err
 	}
-	if errs != nil {
-		return &WaitError{Errs: errs}
+}
+
+// err is WaitAll's error: nil, or a *WaitError with every request's.
+func (e waitErrs) err() error {
+	if e == nil {
+		return nil
 	}
-	return nil
+	return &WaitError{Errs: e}
 }
 
 // settledAll settles reqs and reports true, with WaitAll's error, if they
 // are all point-to-point and complete; otherwise it reports false, having
 // only settled some complete ones (which settling again leaves alone).
 func settledAll(reqs []Waitable) (bool, error) {
-	var errs []error
+	var errs waitErrs
 	for i, q := range reqs {
 		if q == nil {
 			return false, nil
@@ -160,17 +171,9 @@ func settledAll(reqs []Waitable) (bool, error) {
 		if b == nil || !b.r.Test() {
 			return false, nil
 		}
-		if err := b.done(); err != nil {
-			if errs == nil {
-				errs = make([]error, len(reqs))
-			}
-			errs[i] = err
-		}
+		errs.note(i, len(reqs), b.done())
 	}
-	if errs != nil {
-		return true, &WaitError{Errs: errs}
-	}
-	return true, nil
+	return true, errs.err()
 }
 
 // WaitAny waits until one request completes and returns its index and its
