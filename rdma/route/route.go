@@ -170,11 +170,10 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 // for this process's own endpoints (reached directly through Peer), it
 // reports false.
 func (t *Transport) SendEager(w int, to rdma.Addr, h rdma.EagerHeader, data []byte) bool {
-	owner := t.layout.Owner(to)
-	if owner < 0 || owner >= len(t.eager) || t.closed.Load() {
+	if t.closed.Load() {
 		return false
 	}
-	if e := t.eager[owner]; e != nil {
+	if e := t.EagerVia(to); e != nil {
 		return e.SendEager(w, to, h, data)
 	}
 	return false

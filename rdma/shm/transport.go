@@ -442,27 +442,10 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 // once (closed, unbound, too long, a full ring): the caller then sends a
 // packet, and Send says why. It wakes the receiving process if it sleeps.
 func (t *Transport) SendEager(w int, to rdma.Addr, h rdma.EagerHeader, data []byte) bool {
-	// open's steps, without its errors: false sends a packet, and Send
-	// says what is wrong.
-	if t.closed.Load() || len(data) > t.cfg.PayloadSize {
-		return false
+	o, rec, why := t.tryOpen(to, len(data))
+	if why != opened {
+		return false // a packet goes instead, and Send says what is wrong
 	}
-	o := t.ring(to)
-	if o == nil {
-		return false
-	}
-	size := uint64(recordSize(len(data)))
-	o.mu.lock()
-	if o.dead {
-		o.mu.unlock()
-		return false
-	}
-	off, ok := o.reserve(size)
-	if !ok {
-		o.mu.unlock()
-		return false
-	}
-	rec := o.data[off : off+size]
 	packet.EncodeEager(rec[:headSize], h.Context, h.Source, h.Tag, uint32(h.From), len(data))
 	copy(rec[headSize:], data)
 	o.commit(to, rec)
@@ -475,28 +458,60 @@ func (t *Transport) SendEager(w int, to rdma.Addr, h rdma.EagerHeader, data []by
 // into them and calls commit. Errors: rdma.ErrClosed, rdma.ErrNoPeer,
 // ErrTooLong, and rdma.ErrAgain for a full ring.
 func (t *Transport) open(to rdma.Addr, n int) (*outRing, []byte, error) {
-	if t.closed.Load() {
+	o, rec, why := t.tryOpen(to, n)
+	switch why {
+	case opened:
+		return o, rec, nil
+	case openClosed:
 		return nil, nil, rdma.ErrClosed
+	case openTooLong:
+		return nil, nil, fmt.Errorf("%w: %d bytes, PayloadSize %d", ErrTooLong, n, t.cfg.PayloadSize)
+	case openNoPeer:
+		if _, err := t.route(to); err != nil {
+			return nil, nil, err // the reason in words
+		}
+		return nil, nil, rdma.ErrNoPeer // bound since: the caller may try again
+	default:
+		return nil, nil, rdma.ErrAgain
+	}
+}
+
+// openFail says why tryOpen reserved nothing.
+type openFail uint8
+
+const (
+	opened      openFail = iota // it did
+	openClosed                  // the transport or the ring is closed
+	openTooLong                 // more than PayloadSize bytes
+	openNoPeer                  // to is not bound in a process of this node
+	openFull                    // no room in the ring now
+)
+
+// tryOpen is open without building errors, for SendEager, whose failures
+// only send a packet instead.
+func (t *Transport) tryOpen(to rdma.Addr, n int) (*outRing, []byte, openFail) {
+	if t.closed.Load() {
+		return nil, nil, openClosed
 	}
 	if n > t.cfg.PayloadSize {
-		return nil, nil, fmt.Errorf("%w: %d bytes, PayloadSize %d", ErrTooLong, n, t.cfg.PayloadSize)
+		return nil, nil, openTooLong
 	}
-	o, err := t.route(to)
-	if err != nil {
-		return nil, nil, err
+	o := t.ring(to)
+	if o == nil {
+		return nil, nil, openNoPeer
 	}
 	size := uint64(recordSize(n))
 	o.mu.lock()
 	if o.dead {
 		o.mu.unlock()
-		return nil, nil, rdma.ErrClosed
+		return nil, nil, openClosed
 	}
 	off, ok := o.reserve(size)
 	if !ok {
 		o.mu.unlock()
-		return nil, nil, rdma.ErrAgain
+		return nil, nil, openFull
 	}
-	return o, o.data[off : off+size], nil
+	return o, o.data[off : off+size], opened
 }
 
 // Progress delivers what the rings of this process hold: packets to
