@@ -77,10 +77,6 @@ type Endpoint struct {
 	// blocking fast path allocates nothing.
 	scratch *Request
 
-	// peer caches the last in-process peer this handle sent to (at
-	// peerAddr): an endpoint's core never changes while the process lives.
-	peer     *core
-	peerAddr rdma.Addr
 	// dst caches what a send needs to know of its destination, for the
 	// last one this handle sent to: none of it changes while the process
 	// lives.
@@ -99,6 +95,9 @@ type dest struct {
 	set    bool
 	remote bool        // to lives in another process
 	offers *peerOffers // to's offers and counts (remote only)
+	// peer is to's core when to lives in this process and is bound (a
+	// destination not bound yet is looked up again at the next send).
+	peer *core
 	// eager is the way of an eager send to to: the transport's own
 	// rdma.EagerSender, or the backend an rdma.EagerRouter hands to; nil
 	// means none (send packets).
@@ -108,7 +107,7 @@ type dest struct {
 // dest returns the handle's knowledge of destination to, looked up if to
 // is not the last one.
 func (e *Endpoint) dest(to rdma.Addr) *dest {
-	if d := &e.dst; d.set && d.to == to {
+	if d := &e.dst; d.set && d.to == to && (d.remote || d.peer != nil) {
 		return d
 	}
 	return e.lookDest(to)
@@ -120,6 +119,8 @@ func (e *Endpoint) lookDest(to rdma.Addr) *dest {
 	d := dest{to: to, set: true, remote: p.remote(to)}
 	if d.remote {
 		d.offers = e.c.off.peers.get(to)
+	} else if r, err := p.local.Peer(to); err == nil {
+		d.peer, _ = r.(*core)
 	}
 	if p.eagerTr != nil {
 		d.eager = p.eagerTr
@@ -399,16 +400,8 @@ func (e *Endpoint) quick(c Comm, me, dst, tag int, data []byte, sync bool) (bool
 		if off, ok := d.offers.route(c.Context, int32(tag)); ok {
 			return true, e.putOffered(to, off, data)
 		}
-	} else {
-		peer := e.peer
-		if peer == nil || e.peerAddr != to {
-			peer = nil
-			if r, err := e.c.p.local.Peer(to); err == nil {
-				peer, _ = r.(*core)
-			}
-			e.peer, e.peerAddr = peer, to
-		}
-		if peer != nil && peer.deliverDirect(c.Context, int32(me), int32(tag), data) {
+	} else if peer := d.peer; peer != nil {
+		if peer.deliverDirect(c.Context, int32(me), int32(tag), data) {
 			if peer.tr != nil {
 				peer.tr.Instant(trace.KindMatch, int32(e.c.addr), int32(tag), c.Context, len(data))
 			}
