@@ -93,11 +93,11 @@ type Endpoint struct {
 type dest struct {
 	to     rdma.Addr
 	set    bool
-	remote bool        // to lives in another process
-	offers *peerOffers // to's offers and counts (remote only)
+	remote bool // to lives in another process
 	// peer is to's core when to lives in this process and is bound (a
 	// destination not bound yet is looked up again at the next send).
-	peer *core
+	peer   *core
+	offers *peerOffers // to's offers and counts (remote only)
 	// eager is the way of an eager send to to: the transport's own
 	// rdma.EagerSender, or the backend an rdma.EagerRouter hands to; nil
 	// means none (send packets).
