@@ -77,11 +77,14 @@ type Request struct {
 
 	// doneCh is made on the first Done call; complete closes it.
 	doneCh atomic.Pointer[doneState]
-	// gen counts the request's reuses (recycle). complete loads it before
+	// gen counts the request's reuses (recycle). complete reads it before
 	// its Signal and closes only a Done channel of that generation: after
 	// the Signal the owner may reuse the request and take a new channel
-	// while complete is still finishing.
-	gen atomic.Uint64
+	// while complete is still finishing. Only recycle writes it, after the
+	// owner saw the event fired: complete's read comes before its Signal,
+	// so the two never race, and a plain field spares every reuse a locked
+	// instruction.
+	gen uint64
 
 	// owner is the registration that started the request, for the
 	// deadlock watchdog (noteWait); nil if unknown.
@@ -118,7 +121,7 @@ func (r *Request) reset(kind reqKind, c *core, w *fiber.Waiter) {
 
 // complete finishes the request: status is final, waiters wake.
 func (r *Request) complete() {
-	gen := r.gen.Load()
+	gen := r.gen
 	r.ev.Signal()
 	if invariants.Enabled && completeHook != nil {
 		completeHook(r)
@@ -149,7 +152,7 @@ func (r *Request) recycle(kind reqKind, c *core) error {
 		}
 		// The completer may still be finishing after its Signal; it
 		// touches only the Done channel of its generation.
-		r.gen.Add(1)
+		r.gen++
 		r.ev.Reset()
 		r.key, r.buf, r.status = match.Key{}, nil, Status{}
 		r.id, r.peer, r.region = 0, 0, rdma.Region{}
@@ -265,7 +268,7 @@ func (r *Request) Done() <-chan struct{} {
 	if d := r.doneCh.Load(); d != nil {
 		return d.ch
 	}
-	d := &doneState{ch: make(chan struct{}), gen: r.gen.Load()}
+	d := &doneState{ch: make(chan struct{}), gen: r.gen}
 	if !r.doneCh.CompareAndSwap(nil, d) {
 		return r.doneCh.Load().ch
 	}
