@@ -298,10 +298,12 @@ type inRing struct {
 	// Loaded by Sleep without it.
 	queued atomic.Int32
 
-	// Under deliver: the packets of one batch and their Receivers.
-	batch [batchSize]*packet.Packet
-	recv  [batchSize]rdma.Receiver
-	_     cpu.CacheLinePad
+	// Under deliver: the packets of one batch and their Receivers, and
+	// whether the deliverer holds take too (endDeliver).
+	batch       [batchSize]*packet.Packet
+	recv        [batchSize]rdma.Receiver
+	holdingTake bool
+	_           cpu.CacheLinePad
 
 	// Read-only after New.
 	ctl  *ringCtl
@@ -312,6 +314,11 @@ type inRing struct {
 	// raceSync is nil except in race builds (race.go).
 	raceSync *atomic.Uint64
 }
+
+// endDeliver releases deliver, and take if the deliverer holds it
+// (Transport.deliver defers it: a method, not a closure, so that the
+// deferred call costs a poll next to nothing).
+func (ir *inRing) endDeliver() { ir.lk.unlockDeliver(ir.holdingTake) }
 
 // batchSize is the most packets a deliverer takes out of a ring at once.
 const batchSize = 32

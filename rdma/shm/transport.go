@@ -551,18 +551,18 @@ func (t *Transport) deliver(w int, ir *inRing) int {
 	}
 	// take is held from here to the first Receive call; deliver to the
 	// end, released by the deferred call also if a Receiver panics.
-	holdingTake := true
-	defer func() { ir.lk.unlockDeliver(holdingTake) }()
+	ir.holdingTake = true
+	defer ir.endDeliver()
 	n := 0
 	for n < maxPerCall {
-		if !holdingTake {
+		if !ir.holdingTake {
 			ir.lk.lockTake()
-			holdingTake = true
+			ir.holdingTake = true
 		}
 		k, handled, full := t.takeBatch(w, ir)
 		if k > 0 {
 			ir.lk.unlockTake()
-			holdingTake = false
+			ir.holdingTake = false
 		}
 		for i := range k {
 			r, pk := ir.recv[i], ir.batch[i]
@@ -589,11 +589,12 @@ func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
 	if ir.dead {
 		return 0, 0, false
 	}
-	defer ir.publishHead()
+	full = true
 	for k < batchSize && handled < maxPerCall {
 		if rec, n, word1, ok := ir.peekQueue(); ok {
 			if !t.unpack(w, ir, k, rec, n, word1) {
-				return k, handled, false
+				full = false
+				break
 			}
 			ir.popQueue(n)
 			k++
@@ -605,14 +606,16 @@ func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
 			t.corrupt(ir)
 		}
 		if !ok {
-			return k, handled, false
+			full = false
+			break
 		}
 		if typ == recPacket {
 			// With no packet ahead of it in the batch, an eager message
 			// may go straight into a posted receive: no packet, one copy.
 			if k > 0 || !t.direct(w, rec, n, word1) {
 				if !t.unpack(w, ir, k, rec, n, word1) {
-					return k, handled, false
+					full = false
+					break
 				}
 				k++
 			}
@@ -622,7 +625,10 @@ func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
 		ir.head += uint64(len(rec))
 		handled++
 	}
-	return k, handled, true
+	// Not deferred: if a ReceiveEager panics, the records before it are
+	// consumed (head is private) and the next batch publishes them.
+	ir.publishHead()
+	return k, handled, full
 }
 
 // direct hands the packet record rec (n payload bytes, for address
