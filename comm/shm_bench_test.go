@@ -60,3 +60,36 @@ func BenchmarkShmLoopbackWindow(b *testing.B) {
 		b.Fatalf("received %q, want %q", rbuf, sbuf)
 	}
 }
+
+// BenchmarkShmLoopbackPingPong is osu_latency's path through every layer,
+// both ends in one goroutine (jobtest.ShmPair): one op is a blocking Send
+// of 8 bytes from one process and the blocking Recv that takes it in the
+// other (posted when the message is already in its ring, where a waiting
+// receiver of osu_latency posts first: the path differs in the matching
+// table's order only).
+//
+//	go test -run '^$' -bench ShmLoopbackPingPong -count 6 ./comm
+func BenchmarkShmLoopbackPingPong(b *testing.B) {
+	from, to, done := jobtest.ShmPair(b)
+	defer done()
+	cf, err := comm.World[byte](from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ct, err := comm.World[byte](to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sbuf, rbuf := []byte("8 bytes!"), make([]byte, 8)
+	for b.Loop() {
+		if err := cf.Send(sbuf, 1, 1); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ct.Recv(rbuf, 0, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if string(rbuf) != string(sbuf) {
+		b.Fatalf("received %q, want %q", rbuf, sbuf)
+	}
+}
