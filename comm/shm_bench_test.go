@@ -20,16 +20,8 @@ import (
 //
 //	go test -run '^$' -bench ShmLoopbackWindow -count 6 ./comm
 func BenchmarkShmLoopbackWindow(b *testing.B) {
-	from, to, done := jobtest.ShmPair(b)
+	cf, ct, done := shmWorlds(b)
 	defer done()
-	cf, err := comm.World[byte](from)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ct, err := comm.World[byte](to)
-	if err != nil {
-		b.Fatal(err)
-	}
 	const window = 64
 	sbuf, rbuf := []byte("8 bytes!"), make([]byte, 8)
 	var sreqs, rreqs [window]comm.Request[byte]
@@ -70,16 +62,8 @@ func BenchmarkShmLoopbackWindow(b *testing.B) {
 //
 //	go test -run '^$' -bench ShmLoopbackPingPong -count 6 ./comm
 func BenchmarkShmLoopbackPingPong(b *testing.B) {
-	from, to, done := jobtest.ShmPair(b)
+	cf, ct, done := shmWorlds(b)
 	defer done()
-	cf, err := comm.World[byte](from)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ct, err := comm.World[byte](to)
-	if err != nil {
-		b.Fatal(err)
-	}
 	sbuf, rbuf := []byte("8 bytes!"), make([]byte, 8)
 	for b.Loop() {
 		if err := cf.Send(sbuf, 1, 1); err != nil {
@@ -92,4 +76,19 @@ func BenchmarkShmLoopbackPingPong(b *testing.B) {
 	if string(rbuf) != string(sbuf) {
 		b.Fatalf("received %q, want %q", rbuf, sbuf)
 	}
+}
+
+// shmWorlds returns the world communicators of the two processes of a
+// jobtest.ShmPair, from and to, and the cleanup that finalizes them.
+func shmWorlds(b *testing.B) (from, to *comm.Comm[byte], done func()) {
+	ef, et, done := jobtest.ShmPair(b)
+	from, err := comm.World[byte](ef)
+	if err == nil {
+		to, err = comm.World[byte](et)
+	}
+	if err != nil {
+		done()
+		b.Fatal(err)
+	}
+	return from, to, done
 }
