@@ -157,9 +157,14 @@ func (e *Event) Arm(w *Waiter) bool {
 
 // Disarm removes w if it is armed on the event and the event has not fired,
 // and reports whether it did. A Signal racing with Disarm either wakes w or
-// finds it gone; never both, never neither.
+// finds it gone; never both, never neither. An event that is not armed
+// costs one load, not a failed compare-and-swap: only w arms it, so an idle
+// event stays idle while w disarms.
 func (e *Event) Disarm(w *Waiter) bool {
-	return e.w.Load() == w && (e.state.CompareAndSwap(evArmed, evIdle) || e.state.CompareAndSwap(evMarked, evIdle))
+	if s := e.state.Load(); (s != evArmed && s != evMarked) || e.w.Load() != w {
+		return false
+	}
+	return e.state.CompareAndSwap(evArmed, evIdle) || e.state.CompareAndSwap(evMarked, evIdle)
 }
 
 // Reset returns a fired (or never armed) event to its zero state so it can be
