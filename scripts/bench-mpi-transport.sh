@@ -4,7 +4,8 @@
 # interleaved rounds (default 3): latency at 8 B, bw at 1 MiB, latency_mt
 # -t 4 at 8 B (the C one at MPI_THREAD_MULTIPLE); with latency, the bare
 # transport's ping-pong (internal/cmd/mpipingpong: rdma/mpi without the
-# endpoint stack). Prints one line per run.
+# endpoint stack), with packets and with -eager (SendEager/ReceiveEager,
+# the path fmpi-osu's messages take). Prints one line per run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -30,6 +31,7 @@ for r in $(seq "$ROUNDS"); do
 			bare=
 			if [ "$1" = latency ]; then
 				bare=" bare-transport $(timeout 120 "${L[@]}" "$B/bare-$mpi" -size "$2" 2>/dev/null | val "$2")"
+				bare+=" bare-eager $(timeout 120 "${L[@]}" "$B/bare-$mpi" -eager -size "$2" 2>/dev/null | val "$2")"
 			fi
 			echo "round $r $mpi $1 $2 fibermpi-over-mpi $f raw-$mpi $c$bare"
 		done

@@ -10,6 +10,12 @@
 //
 //	mpiexec.mpich -n 2 mpipingpong -size 8
 //
+// With -eager, the messages take the path of fmpi-osu's eager messages:
+// sent with SendEager from the caller's buffer and taken by ReceiveEager
+// straight from the transport's memory, no packet on either side; process
+// 1 answers from its loop, as a receive that completes and a send that
+// follows do.
+//
 // Build with -tags mpi (MPICH) or -tags mpi,ompi (Open MPI).
 package main
 
@@ -31,8 +37,9 @@ func main() {
 	size := flag.Int("size", 8, "payload bytes")
 	iters := flag.Int("i", 100000, "timed round trips")
 	warm := flag.Int("x", 10000, "warm-up round trips")
+	eager := flag.Bool("eager", false, "SendEager and ReceiveEager instead of packets")
 	flag.Parse()
-	if err := run(*size, *iters, *warm); err != nil {
+	if err := run(*size, *iters, *warm, *eager); err != nil {
 		fmt.Fprintln(os.Stderr, "mpipingpong:", err)
 		os.Exit(1)
 	}
@@ -59,7 +66,27 @@ func (e *echo) Receive(w int, pk *packet.Packet) {
 	e.pool.Put(w, pk)
 }
 
-func run(size, iters, warm int) error {
+// eagerEcho takes every eager arrival straight into buf; the loop answers.
+// An arrival the transport delivers as a packet after all (when it cannot
+// take the direct path) is counted the same way, not answered here.
+type eagerEcho struct {
+	echo
+	buf []byte
+}
+
+func (e *eagerEcho) Receive(w int, pk *packet.Packet) {
+	copy(e.buf, pk.Data())
+	e.pool.Put(w, pk)
+	e.got.Add(1)
+}
+
+func (e *eagerEcho) ReceiveEager(w int, h rdma.EagerHeader, data []byte) bool {
+	copy(e.buf, data)
+	e.got.Add(1)
+	return true
+}
+
+func run(size, iters, warm int, eager bool) error {
 	runtime.LockOSThread()
 	boot, err := bootstrap.Detect()
 	if err != nil {
@@ -80,44 +107,24 @@ func run(size, iters, warm int) error {
 	}
 	defer tr.Close()
 	e := &echo{tr: tr, pool: pool, peer: rdma.Addr(1 - me)}
-	if err := tr.Bind(rdma.Addr(me), e, pool); err != nil {
+	var recv rdma.Receiver = e
+	if eager {
+		ee := &eagerEcho{echo: echo{tr: tr, pool: pool, peer: rdma.Addr(1 - me)}, buf: make([]byte, size)}
+		e, recv = &ee.echo, ee
+	}
+	if err := tr.Bind(rdma.Addr(me), recv, pool); err != nil {
 		return err
 	}
 	if err := boot.Barrier(); err != nil { // both bound
 		return err
 	}
-	const w = 0
-	if me == 1 {
-		for want := int64(warm + iters); e.got.Load() < want; {
-			tr.Progress(w)
-			if p := e.err.Load(); p != nil {
-				return *p
-			}
-		}
+	if eager {
+		err = pingPongEager(tr, me, recv.(*eagerEcho), size, iters, warm)
 	} else {
-		data := make([]byte, size)
-		var t0 time.Time
-		for i := range warm + iters {
-			if i == warm {
-				t0 = time.Now()
-			}
-			pk := pool.Get(w)
-			if pk == nil {
-				return fmt.Errorf("the pool is dry")
-			}
-			pk.Kind = packet.KindEager
-			if err := pk.SetData(data); err != nil {
-				return err
-			}
-			if err := tr.Send(w, 1, pk); err != nil {
-				return err
-			}
-			for e.got.Load() <= int64(i) {
-				tr.Progress(w)
-			}
-		}
-		d := time.Since(t0)
-		fmt.Printf("%-10d%18.2f\n", size, float64(d)/float64(time.Microsecond)/float64(2*iters))
+		err = pingPong(tr, pool, me, e, size, iters, warm)
+	}
+	if err != nil {
+		return err
 	}
 	if err := boot.Barrier(); err != nil { // both done with the transport
 		return err
@@ -128,4 +135,95 @@ func run(size, iters, warm int) error {
 	// Close's messages to the peer are in before MPI_Finalize (boot.Close)
 	// cancels the ring's receives: none arrives unmatched.
 	return boot.Barrier()
+}
+
+// w is the worker index of the program's one caller in the pool.
+const w = 0
+
+// pingPong sends packets; process 1's Receiver answers from Receive.
+func pingPong(tr *mpi.Transport, pool *packet.Pool, me int, e *echo, size, iters, warm int) error {
+	if me == 1 {
+		for want := int64(warm + iters); e.got.Load() < want; {
+			tr.Progress(w)
+			if p := e.err.Load(); p != nil {
+				return *p
+			}
+		}
+		return nil
+	}
+	data := make([]byte, size)
+	var t0 time.Time
+	for i := range warm + iters {
+		if i == warm {
+			t0 = time.Now()
+		}
+		pk := pool.Get(w)
+		if pk == nil {
+			return fmt.Errorf("the pool is dry")
+		}
+		pk.Kind = packet.KindEager
+		if err := pk.SetData(data); err != nil {
+			return err
+		}
+		if err := tr.Send(w, 1, pk); err != nil {
+			return err
+		}
+		for e.got.Load() <= int64(i) {
+			tr.Progress(w)
+		}
+	}
+	report(size, time.Since(t0), iters)
+	return nil
+}
+
+// pingPongEager sends with SendEager; both processes wait for each
+// arrival in their loop, process 1 answering each.
+func pingPongEager(tr *mpi.Transport, me int, e *eagerEcho, size, iters, warm int) error {
+	data := make([]byte, size)
+	send := func() error {
+		if !tr.SendEager(w, e.peer, rdma.EagerHeader{From: rdma.Addr(me)}, data) {
+			// SendEager does not say why; Send does, with a packet.
+			pk := e.pool.Get(w)
+			if pk == nil {
+				return fmt.Errorf("SendEager failed and the pool is dry")
+			}
+			pk.Kind = packet.KindEager
+			if err := pk.SetData(data); err != nil {
+				return err
+			}
+			if err := tr.Send(w, e.peer, pk); err != nil {
+				return fmt.Errorf("SendEager failed: %w", err)
+			}
+			return fmt.Errorf("SendEager failed where Send did not")
+		}
+		return nil
+	}
+	var t0 time.Time
+	for i := range int64(warm + iters) {
+		if i == int64(warm) {
+			t0 = time.Now()
+		}
+		if me == 0 {
+			if err := send(); err != nil {
+				return err
+			}
+		}
+		for e.got.Load() <= i {
+			tr.Progress(w)
+		}
+		if me == 1 {
+			if err := send(); err != nil {
+				return err
+			}
+		}
+	}
+	if me == 0 {
+		report(size, time.Since(t0), iters)
+	}
+	return nil
+}
+
+// report prints the one-way latency, OSU's way: half a round trip.
+func report(size int, d time.Duration, iters int) {
+	fmt.Printf("%-10d%18.2f\n", size, float64(d)/float64(time.Microsecond)/float64(2*iters))
 }
