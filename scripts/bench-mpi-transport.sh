@@ -5,7 +5,9 @@
 # -t 4 at 8 B (the C one at MPI_THREAD_MULTIPLE); with latency, the bare
 # transport's ping-pong (internal/cmd/mpipingpong: rdma/mpi without the
 # endpoint stack), with packets and with -eager (SendEager/ReceiveEager,
-# the path fmpi-osu's messages take). Prints one line per run.
+# the path fmpi-osu's messages take), and bench/osu-c's osu_ring_latency
+# (the transport's MPI calls, in C: what the pattern costs without Go).
+# Prints one line per run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -32,6 +34,7 @@ for r in $(seq "$ROUNDS"); do
 			if [ "$1" = latency ]; then
 				bare=" bare-transport $(timeout 120 "${L[@]}" "$B/bare-$mpi" -size "$2" 2>/dev/null | val "$2")"
 				bare+=" bare-eager $(timeout 120 "${L[@]}" "$B/bare-$mpi" -eager -size "$2" 2>/dev/null | val "$2")"
+				bare+=" c-ring $(timeout 120 "${L[@]}" "$B/$mpi/osu_ring_latency" -m "$2:$2" 2>/dev/null | val "$2")"
 			fi
 			echo "round $r $mpi $1 $2 fibermpi-over-mpi $f raw-$mpi $c$bare"
 		done
