@@ -106,11 +106,10 @@ func run(size, iters, warm int, eager bool) error {
 		return err
 	}
 	defer tr.Close()
-	e := &echo{tr: tr, pool: pool, peer: rdma.Addr(1 - me)}
-	var recv rdma.Receiver = e
+	ee := &eagerEcho{echo: echo{tr: tr, pool: pool, peer: rdma.Addr(1 - me)}, buf: make([]byte, size)}
+	var recv rdma.Receiver = &ee.echo
 	if eager {
-		ee := &eagerEcho{echo: echo{tr: tr, pool: pool, peer: rdma.Addr(1 - me)}, buf: make([]byte, size)}
-		e, recv = &ee.echo, ee
+		recv = ee
 	}
 	if err := tr.Bind(rdma.Addr(me), recv, pool); err != nil {
 		return err
@@ -119,9 +118,9 @@ func run(size, iters, warm int, eager bool) error {
 		return err
 	}
 	if eager {
-		err = pingPongEager(tr, me, recv.(*eagerEcho), size, iters, warm)
+		err = pingPongEager(tr, me, ee, size, iters, warm)
 	} else {
-		err = pingPong(tr, pool, me, e, size, iters, warm)
+		err = pingPong(tr, pool, me, &ee.echo, size, iters, warm)
 	}
 	if err != nil {
 		return err
