@@ -72,6 +72,13 @@ func measure(n, batch int) (p50, lo time.Duration, cpus [2]int, err error) {
 	if k < 2 {
 		return 0, 0, cpus, fmt.Errorf("the process may run on %d CPU: want two", k)
 	}
+	// Both goroutines spin at once. With one P (GOMAXPROCS=1) they would
+	// take turns at each preemption, 10 ms apart, and the figures would be
+	// the scheduler's: the measurement runs with two, and restores the
+	// setting after.
+	if runtime.GOMAXPROCS(0) < 2 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	}
 	var ping, pong line
 	errc := make(chan error, 1)
 	go func() {

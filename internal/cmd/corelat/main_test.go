@@ -3,6 +3,7 @@
 package main
 
 import (
+	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -30,5 +31,25 @@ func TestMeasure(t *testing.T) {
 	}
 	if cpus[0] == cpus[1] || !set.IsSet(cpus[0]) || !set.IsSet(cpus[1]) {
 		t.Errorf("cpus %v: want two different allowed CPUs", cpus)
+	}
+}
+
+// TestMeasureOneP: under GOMAXPROCS=1 measure still runs both sides at once
+// (it raises the setting for the measurement) and leaves the setting as
+// it found it.
+func TestMeasureOneP(t *testing.T) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	if set.Count() < 2 {
+		t.Skip("one CPU: nothing to measure")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	if _, _, _, err := measure(2050, 100); err != nil {
+		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Errorf("GOMAXPROCS %d after measure, want 1 as before", got)
 	}
 }
