@@ -5,8 +5,10 @@ package endpoint
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -91,10 +93,14 @@ const (
 // A thread the monitor starts inherits its priority, and an unprivileged
 // process cannot raise it again. The monitor starts one only when it
 // hands a P it took back from a system call to new work and no thread is
-// idle; TestProcessesBoundToOwnCPUs checks that after an idle spell of a
-// second, long enough for the monitor to take the sleeping worker's P,
-// it is still the only thread at monitorNice.
+// idle. On a loaded machine it did, within a second of Init (the test
+// below saw two threads at monitorNice in 1 run of 3 while the race
+// detector's tests ran beside it), so spareThreads first leaves idle
+// threads for it to use. TestProcessesBoundToOwnCPUs checks that after an
+// idle spell of a second, long enough for the monitor to take the
+// sleeping worker's P, it is still the only thread at monitorNice.
 func demoteMonitor() {
+	spareThreads(monitorSpares)
 	self := unix.Gettid()
 	var looks [][]int
 	for start := time.Now(); len(looks) < monitorMaxLooks && time.Since(start) < monitorWait; {
@@ -115,6 +121,38 @@ func demoteMonitor() {
 			}
 			return
 		}
+	}
+}
+
+// monitorSpares is how many idle threads spareThreads leaves: the monitor
+// hands a P to an idle thread before it starts one, and it takes Ps from
+// at most the workers and the few goroutines of the program in system
+// calls at once.
+const monitorSpares = 4
+
+// spareThreads makes the runtime start n more threads, from this one (so
+// at its priority), and leaves them idle: n goroutines lock themselves to
+// threads of their own at once, each start of which hands the P on to a
+// new thread, then unlock and end, which returns those threads to the
+// runtime's idle list. The runtime never ends an idle thread.
+func spareThreads(n int) {
+	var ready sync.WaitGroup
+	release := make(chan struct{})
+	done := make(chan struct{}, n)
+	ready.Add(n)
+	for range n {
+		go func() {
+			runtime.LockOSThread()
+			ready.Done()
+			<-release // blocks this thread: the P moves on to another
+			runtime.UnlockOSThread()
+			done <- struct{}{}
+		}()
+	}
+	ready.Wait()
+	close(release)
+	for range n {
+		<-done
 	}
 }
 
