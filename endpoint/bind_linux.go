@@ -93,12 +93,12 @@ const (
 // A thread the monitor starts inherits its priority, and an unprivileged
 // process cannot raise it again. The monitor starts one only when it
 // hands a P it took back from a system call to new work and no thread is
-// idle. On a loaded machine it did, within a second of Init (the test
-// below saw two threads at monitorNice in 1 run of 3 while the race
-// detector's tests ran beside it), so spareThreads first leaves idle
-// threads for it to use. TestProcessesBoundToOwnCPUs checks that after an
-// idle spell of a second, long enough for the monitor to take the
-// sleeping worker's P, it is still the only thread at monitorNice.
+// idle. On a loaded machine it did, within a second of Init
+// (TestProcessesBoundToOwnCPUs found two threads at monitorNice in 3 runs
+// of 10 beside three busy loops), so spareThreads first leaves idle
+// threads for it to use. That test checks that after an idle spell of a
+// second, long enough for the monitor to take the sleeping worker's P,
+// it is still the only thread at monitorNice.
 func demoteMonitor() {
 	spareThreads(monitorSpares)
 	self := unix.Gettid()
@@ -130,11 +130,13 @@ func demoteMonitor() {
 // calls at once.
 const monitorSpares = 4
 
-// spareThreads makes the runtime start n more threads, from this one (so
-// at its priority), and leaves them idle: n goroutines lock themselves to
-// threads of their own at once, each start of which hands the P on to a
-// new thread, then unlock and end, which returns those threads to the
-// runtime's idle list. The runtime never ends an idle thread.
+// spareThreads makes the runtime start n more threads and leaves them
+// idle. It runs before the monitor is demoted, so they start at the
+// process's priority. n goroutines lock themselves to threads of their
+// own at once: as each one blocks, its P moves on to another thread,
+// which the runtime starts if none is idle. Then they unlock and end, and
+// their threads go to the runtime's idle list. The runtime never ends an
+// idle thread.
 func spareThreads(n int) {
 	var ready sync.WaitGroup
 	release := make(chan struct{})
