@@ -69,10 +69,14 @@ func elements(n, elem int) int {
 // it is not a whole number of elements (and had no error): one multiply,
 // kept out of statusOf so that it inlines.
 func checkWhole(s *Status, elem int) {
-	if s.Count*elem != s.Bytes && s.Err == nil {
+	if s.Err == nil && !whole(s.Count, s.Bytes, elem) {
 		s.Err = &PartialError{Bytes: s.Bytes, Size: elem}
 	}
 }
+
+// whole reports whether a message of bytes bytes is count whole elements
+// of elem bytes, nothing left over.
+func whole(count, bytes, elem int) bool { return count*elem == bytes }
 
 // Comm is a typed view of a communicator for one registered caller: the
 // ranks it reaches, the caller's rank in it, and the element type T of its
@@ -183,7 +187,7 @@ func (c *Comm[T]) Recv(buf []T, src, tag int) (Status, error) {
 	// its 8-byte stores, a store-forwarding stall right after a fiber
 	// resumes (latency_mt).
 	n, e := elements(st.Count, c.size), st.Err
-	if err == nil && n*c.size != st.Count {
+	if err == nil && !whole(n, st.Count, c.size) {
 		e = &PartialError{Bytes: st.Count, Size: c.size}
 		err = e
 	}
