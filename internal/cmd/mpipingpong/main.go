@@ -156,12 +156,8 @@ func pingPong(tr *mpi.Transport, pool *packet.Pool, me int, e *echo, size, iters
 		if i == warm {
 			t0 = time.Now()
 		}
-		pk := pool.Get(w)
-		if pk == nil {
-			return fmt.Errorf("the pool is dry")
-		}
-		pk.Kind = packet.KindEager
-		if err := pk.SetData(data); err != nil {
+		pk, err := eagerPacket(pool, data)
+		if err != nil {
 			return err
 		}
 		if err := tr.Send(w, 1, pk); err != nil {
@@ -182,13 +178,9 @@ func pingPongEager(tr *mpi.Transport, me int, e *eagerEcho, size, iters, warm in
 	send := func() error {
 		if !tr.SendEager(w, e.peer, rdma.EagerHeader{From: rdma.Addr(me)}, data) {
 			// SendEager does not say why; Send does, with a packet.
-			pk := e.pool.Get(w)
-			if pk == nil {
-				return fmt.Errorf("SendEager failed and the pool is dry")
-			}
-			pk.Kind = packet.KindEager
-			if err := pk.SetData(data); err != nil {
-				return err
+			pk, err := eagerPacket(e.pool, data)
+			if err != nil {
+				return fmt.Errorf("SendEager failed: %w", err)
 			}
 			if err := tr.Send(w, e.peer, pk); err != nil {
 				return fmt.Errorf("SendEager failed: %w", err)
@@ -220,6 +212,20 @@ func pingPongEager(tr *mpi.Transport, me int, e *eagerEcho, size, iters, warm in
 		report(size, time.Since(t0), iters)
 	}
 	return nil
+}
+
+// eagerPacket returns a packet of pool holding data as an eager message.
+func eagerPacket(pool *packet.Pool, data []byte) (*packet.Packet, error) {
+	pk := pool.Get(w)
+	if pk == nil {
+		return nil, fmt.Errorf("the pool is dry")
+	}
+	pk.Kind = packet.KindEager
+	if err := pk.SetData(data); err != nil {
+		pool.Put(w, pk)
+		return nil, err
+	}
+	return pk, nil
 }
 
 // report prints the one-way latency, OSU's way: half a round trip.
