@@ -4,7 +4,6 @@ package mpi_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/fibermpi/fibermpi/rdma"
 	"github.com/fibermpi/fibermpi/rdma/mpi"
@@ -26,6 +25,6 @@ func TestConformance(t *testing.T) {
 		for a := range hosts {
 			hosts[a] = trs[a%n]
 		}
-		return rdmatest.Fabric{Hosts: hosts, Timeout: time.Minute}
+		return rdmatest.Fabric{Hosts: hosts}
 	})
 }

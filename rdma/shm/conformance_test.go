@@ -4,7 +4,6 @@ package shm_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/fibermpi/fibermpi/rdma"
 	"github.com/fibermpi/fibermpi/rdma/rdmatest"
@@ -43,7 +42,7 @@ func factory(base shm.Config) rdmatest.Factory {
 				hosts[a] = j.trs[a%n]
 			}
 		}
-		return rdmatest.Fabric{Hosts: hosts, Timeout: time.Minute} // the Flood on a loaded 2-core machine needs more than the default 10 s
+		return rdmatest.Fabric{Hosts: hosts}
 	}
 }
 
