@@ -54,13 +54,21 @@
 // locks) are on lines of their own, in each process's memory.
 //
 // Rejected: a commit word in each record instead of a shared tail (the
-// consumer polls the next record's line; the producer zeroes the following
-// slot's word before it commits). It moves one line per small message
-// instead of two, but the consumer then spins on the very line the
-// producer is writing with several stores, and the line bounces: measured
-// here (two threads, 8 bytes, loaded 2-core VM, interleaved runs) the
-// median one-way time rose from about 255 to about 395 ns at the same
-// minimum (about 170 ns), and the message rate did not improve.
+// consumer polls the next record's line). It moves one line per small
+// message instead of two, but old payload must never read as a commit
+// word, and each way of ensuring that cost more than the line saved:
+//   - the producer zeroes the next slot's word, and so writes the line the
+//     consumer polls twice per message (session 3: the median one-way time
+//     rose from about 255 to about 395 ns);
+//   - the consumer zeroes the word of each line it consumed, or
+//   - the word carries the lap and the consumer checks each line it
+//     consumed against the next lap (session 14, both: the 8-byte latency
+//     fell by up to 0.09 µs, but messages of 1–8 KiB lost 7–19 % of their
+//     bandwidth);
+//   - the word is trusted only where a record began in the last lap, and
+//     the tail decides elsewhere (the message rate lost 15 %).
+//
+// BENCHMARKS.md (issue 12, session 14) has the figures.
 //
 // Eager messages need no packet at either end (rdma.EagerSender,
 // rdma.EagerReceiver): SendEager writes the record straight from the
