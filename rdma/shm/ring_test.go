@@ -44,11 +44,9 @@ func (rp ringPair) send(id uint32, n int) bool {
 		return false
 	}
 	rec := rp.o.data[off : off+size]
-	for i := range rec[:headSize] {
-		rec[i] = 0
-	}
-	for i := range rec[headSize:] {
-		rec[headSize+i] = 0xff
+	clear(rec[:headSize])
+	for i := headSize; i < len(rec); i++ {
+		rec[i] = 0xff
 	}
 	le.PutUint32(rec[offPacketLen:], uint32(n))
 	if n >= 4 {
