@@ -6,7 +6,7 @@
 // prints the median and the minimum one-way time over batches of round
 // trips:
 //
-//	corelat            # "corelat cpus 0,1: one-way p50 112 ns, min 104 ns"
+//	corelat            # "corelat cpus 0,1: one-way p50 112 ns, min 104 ns; work cpu 0 141 µs, cpu 1 140 µs"
 //	corelat -n 400000  # more round trips
 //
 // On a virtual machine this time is not a constant: the host places the
@@ -16,6 +16,11 @@
 // it — fibermpi's, MPICH's and Open MPI's alike — so scripts/bench-mpi.sh
 // runs this before each round and prints the figures with the summary:
 // compare contenders within a round, or rounds of equal corelat.
+//
+// It then times the same single-thread work on each of the two CPUs (work
+// cpu N): a CPU that the host runs slower than the other makes the process
+// pinned there slower at everything, which the cross-core time does not
+// show.
 package main
 
 import (
@@ -51,8 +56,62 @@ func main() {
 		fmt.Fprintln(os.Stderr, "corelat:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("corelat cpus %d,%d: one-way p50 %d ns, min %d ns\n", cpus[0], cpus[1], p50.Nanoseconds(), lo.Nanoseconds())
+	w0, err0 := work(cpus[0])
+	w1, err1 := work(cpus[1])
+	if err0 != nil || err1 != nil {
+		fmt.Fprintln(os.Stderr, "corelat:", err0, err1)
+		os.Exit(1)
+	}
+	fmt.Printf("corelat cpus %d,%d: one-way p50 %d ns, min %d ns; work cpu %d %d µs, cpu %d %d µs\n",
+		cpus[0], cpus[1], p50.Nanoseconds(), lo.Nanoseconds(), cpus[0], w0.Microseconds(), cpus[1], w1.Microseconds())
 }
+
+// work times a fixed amount of work of one thread on CPU c: the median of
+// seven runs of sums over a 16 KiB array, four independent chains that
+// keep several execution ports busy. It shows a CPU the host runs slower
+// than its sibling (a busy hyperthread next to it, a lower clock), which
+// corelat's cross-core figure does not: a process pinned there does
+// everything slower.
+func work(c int) (time.Duration, error) {
+	type result struct {
+		d   time.Duration
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// The goroutine ends locked: the runtime ends its thread with it.
+		if err := pin(c); err != nil {
+			done <- result{err: err}
+			return
+		}
+		buf := make([]uint64, 2048)
+		for i := range buf {
+			buf[i] = uint64(i)
+		}
+		times := make([]time.Duration, 0, 7)
+		for range 7 {
+			t0 := time.Now()
+			var a, b, x, y uint64
+			for range 200 {
+				for i := 0; i+3 < len(buf); i += 4 {
+					a += buf[i]
+					b ^= buf[i+1]
+					x += buf[i+2] * 3
+					y += buf[i+3] >> 1
+				}
+			}
+			workSink.Store(a + b + x + y)
+			times = append(times, time.Since(t0))
+		}
+		slices.Sort(times)
+		done <- result{d: times[len(times)/2]}
+	}()
+	r := <-done
+	return r.d, r.err
+}
+
+// workSink keeps work's sums from being optimised away.
+var workSink atomic.Uint64
 
 // measure bounces a word n times between two pinned threads and returns
 // the median and the minimum one-way time of batches of batch round

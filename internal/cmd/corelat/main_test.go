@@ -53,3 +53,29 @@ func TestMeasureOneP(t *testing.T) {
 		t.Errorf("GOMAXPROCS %d after measure, want 1 as before", got)
 	}
 }
+
+// TestWork: the work runs on the CPU asked for and takes some time; a CPU
+// the process may not use is an error.
+func TestWork(t *testing.T) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	c := -1
+	for i := 0; i < 1024; i++ {
+		if set.IsSet(i) {
+			c = i
+			break
+		}
+	}
+	d, err := work(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d <= 0 {
+		t.Errorf("work on cpu %d took %v", c, d)
+	}
+	if _, err := work(1 << 20); err == nil {
+		t.Error("work on a CPU that does not exist: no error")
+	}
+}
