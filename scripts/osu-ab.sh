@@ -7,8 +7,10 @@
 # column of its last row: give one size (-m N:N).
 #
 # The host switches between speeds (BENCHMARKS.md, issue 17, session 13):
-# every round starts with internal/cmd/corelat's cross-core one-way time,
-# and the script prints the rounds one per line with it, and each side's
+# every round starts with internal/cmd/corelat's cross-core one-way time
+# and its timing of the same work on each CPU (rank 0 runs on the first,
+# rank 1 on the second), and the script prints the rounds one per line
+# with them, and each side's
 # median over the rounds in which corelat was under 150 ns (fast) and over
 # the others (slow), so that a difference is read within one mode.
 #
@@ -30,14 +32,16 @@ for side in old new; do : > "$work/$side.txt"; done
 for i in $(seq 1 "$rounds"); do
 	order="old new"
 	[ $((i % 2)) = 0 ] && order="new old"
-	cl=$("$work/new/corelat" | sed -n 's/.*p50 \([0-9]*\) ns.*/\1/p')
+	probe=$("$work/new/corelat")
+	cl=$(echo "$probe" | sed -n 's/.*p50 \([0-9]*\) ns.*/\1/p')
+	speed=$(echo "$probe" | sed -n 's/.*; work //p')
 	for side in $order; do
 		v=$("$work/$side/fmpirun" -n 2 "$work/$side/fmpi-osu" "$@" 2>&1 | awk '/^[0-9]/ {print $NF}' | tail -1)
 		echo "$v" >> "$work/$side.txt"
 		if [ $side = old ]; then o=$v; else n=$v; fi
 	done
 	echo "$i $cl $o $n" >> "$work/rounds.txt"
-	echo "round $i: corelat $cl ns, old $o, new $n"
+	echo "round $i: corelat $cl ns, work $speed: old $o, new $n"
 done
 for side in old new; do
 	echo "$side ($([ $side = old ] && echo "$old_rev" || echo "working tree")): $(sort -g "$work/$side.txt" | tr '\n' ' ')"
