@@ -9,10 +9,10 @@
 # The host switches between speeds (BENCHMARKS.md, issue 17, session 13):
 # every round starts with internal/cmd/corelat's cross-core one-way time
 # and its timing of the same work on each CPU (rank 0 runs on the first,
-# rank 1 on the second), and the script prints the rounds one per line
-# with them, and each side's
-# median over the rounds in which corelat was under 150 ns (fast) and over
-# the others (slow), so that a difference is read within one mode.
+# rank 1 on the second). The script prints the rounds one per line with
+# them, then each side's median over the rounds in which corelat was
+# under 150 ns (fast) and over the others (slow), so that a difference is
+# read within one mode.
 #
 # usage: scripts/osu-ab.sh OLD_REV ROUNDS BENCH [fmpi-osu flags…]
 #   e.g. scripts/osu-ab.sh main 8 latency -m 8:8 -i 100000
