@@ -7,7 +7,9 @@
 # endpoint stack), with packets and with -eager (SendEager/ReceiveEager,
 # the path fmpi-osu's messages take), and bench/osu-c's osu_ring_latency
 # (the transport's MPI calls, in C: what the pattern costs without Go).
-# Prints one line per run.
+# Prints one line per run, and before each round internal/cmd/corelat's
+# line (the host's cross-core time and each CPU's speed, which every
+# contender's figures follow: BENCHMARKS.md, issues 12 and 17).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -21,8 +23,10 @@ $GO build -tags mpi -o "$B/fmpi-mpich" ./cmd/fmpi-osu
 $GO build -tags mpi,ompi -o "$B/fmpi-ompi" ./cmd/fmpi-osu
 $GO build -tags mpi -o "$B/bare-mpich" ./internal/cmd/mpipingpong
 $GO build -tags mpi,ompi -o "$B/bare-ompi" ./internal/cmd/mpipingpong
+$GO build -o "$B/corelat" ./internal/cmd/corelat
 val() { awk -v s="$1" '$1 == s { print $2 }' | tail -1; }
 for r in $(seq "$ROUNDS"); do
+	echo "round $r $("$B/corelat" 2>&1)"
 	for mpi in mpich ompi; do
 		if [ $mpi = mpich ]; then L=(mpiexec.mpich -n 2); else L=(mpirun.openmpi --oversubscribe -n 2); fi
 		for b in "latency 8" "bw 1048576" "latency_mt 8"; do
