@@ -264,11 +264,17 @@ func (o *outRing) wake() {
 // the record type, publishes the record, releases mu and wakes the
 // receiver if it sleeps.
 func (o *outRing) commit(to rdma.Addr, rec []byte) {
+	o.publishPacket(to, rec)
+	o.mu.unlock()
+	o.wake()
+}
+
+// publishPacket stamps the packet record rec with its destination and
+// type and publishes it.
+func (o *outRing) publishPacket(to rdma.Addr, rec []byte) {
 	le.PutUint32(rec[offWord1:], uint32(to))
 	rec[offType] = recPacket
 	o.publish(uint64(len(rec)))
-	o.mu.unlock()
-	o.wake()
 }
 
 // inRing is this process's consumer side of one ring of its segment.

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fibermpi/fibermpi/rdma"
 )
 
 // ringPair is a ring's producer and consumer sides over an anonymous
@@ -52,16 +54,8 @@ func (rp ringPair) send(id uint32, n int) bool {
 	if n >= 4 {
 		le.PutUint32(rec[headSize:], id)
 	}
-	rp.o.commit0(id, rec)
+	rp.o.publishPacket(rdma.Addr(id), rec) // commit less the lock and the wake-up: no segment here
 	return true
-}
-
-// commit0 is commit without the wake-up (no segment here): it stamps the
-// destination and type and publishes.
-func (o *outRing) commit0(to uint32, rec []byte) {
-	le.PutUint32(rec[offWord1:], to)
-	rec[offType] = recPacket
-	o.publish(uint64(len(rec)))
 }
 
 // ringModel drives a ringPair from ops (each byte one operation) and
