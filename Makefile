@@ -38,7 +38,7 @@ COUNT     ?= 6
 # race detector runs on all of them.
 RACEFLAGS ?= -race
 
-.PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke lint tools modverify staticcheck vulncheck docs docs-check \
+.PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke pgo lint tools modverify staticcheck vulncheck docs docs-check \
 	bench-mpi bench-mpi-quick bench-mpi-tcp bench-coll8 test-launch test-mpi nocgo redblack-c bench-redblack
 
 all: test
@@ -101,6 +101,11 @@ docs:
 # (unshare); installs Debian's chromium when missing.
 docs-check:
 	GO=$(GO) ./scripts/docs-check.sh
+
+# Collects cmd/fmpi-osu/default.pgo, the CPU profile go build optimizes
+# fmpi-osu with, from a set of benchmark runs; see scripts/pgo-profile.sh.
+pgo:
+	GO=$(GO) ./scripts/pgo-profile.sh
 
 # Installs MPICH and Open MPI with apt-get if missing; see scripts/bench-mpi.sh.
 bench-mpi:

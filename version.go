@@ -3,6 +3,7 @@ package fibermpi
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -23,9 +24,11 @@ const modulePath = "github.com/fibermpi/fibermpi"
 // was built (runtime/debug.ReadBuildInfo), when it recorded anything: the
 // module version the go command resolved (a tag, a pseudo-version, or
 // "(devel)" for a build from a working tree), the commit and whether the
-// tree had uncommitted changes, and the Go version, OS and architecture.
+// tree had uncommitted changes, the profile the compiler optimized the
+// program with (profile-guided optimization: a main package's default.pgo,
+// or go build -pgo=FILE), and the Go version, OS and architecture.
 //
-//	fibermpi v0.1.0-dev (module (devel), commit 97be35e1c0ff 2026-11-24T21:40:02Z, modified; go1.26.8 linux/amd64)
+//	fibermpi v0.1.0-dev (module (devel), commit 97be35e1c0ff 2026-11-24T21:40:02Z, modified, pgo default.pgo; go1.26.8 linux/amd64)
 func VersionInfo() string {
 	bi, _ := debug.ReadBuildInfo()
 	return versionInfo(bi, runtime.Version(), runtime.GOOS+"/"+runtime.GOARCH)
@@ -58,6 +61,9 @@ func versionInfo(bi *debug.BuildInfo, goVersion, platform string) string {
 		if c := commit(bi); c != "" {
 			parts = append(parts, c)
 		}
+		if p := pgo(bi); p != "" {
+			parts = append(parts, "pgo "+p)
+		}
 		if bi.GoVersion != "" {
 			goVersion = bi.GoVersion
 		}
@@ -82,6 +88,17 @@ func fibermpiModule(bi *debug.BuildInfo) *debug.Module {
 		}
 	}
 	return nil
+}
+
+// pgo returns the base name of the profile the program was built with
+// (the go command records its path as the build setting -pgo), or "".
+func pgo(bi *debug.BuildInfo) string {
+	for _, s := range bi.Settings {
+		if s.Key == "-pgo" && s.Value != "" {
+			return filepath.Base(s.Value)
+		}
+	}
+	return ""
 }
 
 // commit describes the version-control state the go command recorded for

@@ -90,6 +90,12 @@ func TestVersionInfo(t *testing.T) {
 		{"a replaced dependency", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "example.com/app"},
 			Deps: []*debug.Module{{Path: modulePath, Version: "v0.1.0", Replace: &debug.Module{Path: "../fibermpi"}}}},
 			"fibermpi " + Version + " (module v0.1.0 => ../fibermpi; go1.26.8 linux/amd64)"},
+		{"built with a profile", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: modulePath, Version: "(devel)"},
+			Settings: []debug.BuildSetting{{Key: "-pgo", Value: "/src/fibermpi/cmd/fmpi-osu/default.pgo"}, {Key: "vcs.revision", Value: "abc"}}},
+			"fibermpi " + Version + " (module (devel), commit abc, pgo default.pgo; go1.26.8 linux/amd64)"},
+		{"a dependency built with a profile", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "example.com/app"},
+			Deps: []*debug.Module{{Path: modulePath, Version: "v0.1.0"}}, Settings: []debug.BuildSetting{{Key: "-pgo", Value: "/app/cpu.pprof"}}},
+			"fibermpi " + Version + " (module v0.1.0, pgo cpu.pprof; go1.26.8 linux/amd64)"},
 		{"not linked in", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "example.com/app"}, Deps: []*debug.Module{other}},
 			"fibermpi " + Version + " (go1.26.8 linux/amd64)"},
 	} {
