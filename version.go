@@ -90,6 +90,18 @@ func fibermpiModule(bi *debug.BuildInfo) *debug.Module {
 	return nil
 }
 
+// BuildProfile returns the base name of the CPU profile the Go compiler
+// optimized the running program with (profile-guided optimization: a main
+// package's default.pgo, or go build -pgo=FILE), or "" for a build without
+// one. Benchmark programs print it beside their figures.
+func BuildProfile() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	return pgo(bi)
+}
+
 // pgo returns the base name of the profile the program was built with
 // (the go command records its path as the build setting -pgo), or "".
 func pgo(bi *debug.BuildInfo) string {

@@ -27,7 +27,7 @@ mkdir -p "$work/bin" "$work/prof"
 (cd "$root" && $GO build -pgo=off -o "$work/bin/" ./cmd/fmpi-osu ./cmd/fmpirun)
 
 # Each workload runs a few seconds, so that each weighs about the same.
-run() { # name launcher… -- fmpi-osu arguments…
+run() { # name, then the command: a launcher, fmpi-osu and its arguments
 	local name=$1
 	shift
 	echo "pgo-profile: $name" >&2

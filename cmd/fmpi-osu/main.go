@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 
@@ -163,7 +162,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: -coll %q (want auto or messages)", osu.ErrConfig, *coll)
 	}
 	opts.Name = "fibermpi " + fibermpi.Version
-	if builtWithProfile() {
+	if fibermpi.BuildProfile() != "" {
 		opts.Name += " pgo" // the tables say which build made them
 	}
 	opts.Endpoint.Workers = *workers
@@ -218,20 +217,4 @@ func compare(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return osu.Summarize(stdout, samples, *baseline)
-}
-
-// builtWithProfile reports whether the compiler optimized this binary with
-// a CPU profile (default.pgo in this directory, which go build uses by
-// itself; see scripts/pgo-profile.sh).
-func builtWithProfile() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-pgo" && s.Value != "" {
-			return true
-		}
-	}
-	return false
 }

@@ -130,3 +130,34 @@ func TestCompare(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltWithProfile checks that go test, like go build, compiled this
+// command with its default.pgo (profile-guided optimization), and that the
+// tables' header says so: the figures in BENCHMARKS.md come from such a
+// build. A build with -pgo=off gives no profile and a header without it.
+func TestBuiltWithProfile(t *testing.T) {
+	if _, err := os.Stat("default.pgo"); err != nil {
+		t.Fatalf("the command's profile: %v (scripts/pgo-profile.sh makes it)", err)
+	}
+	out, _, err := runArgs("latency", "-m", "8:8", "-i", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := osu.Parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch p := fibermpi.BuildProfile(); p {
+	case "default.pgo":
+		if !strings.Contains(tab.Title, "fibermpi "+fibermpi.Version+" pgo;") {
+			t.Errorf("built with %s, but the title %q does not say pgo", p, tab.Title)
+		}
+	case "":
+		if strings.Contains(tab.Title, " pgo;") {
+			t.Errorf("built without a profile, but the title %q says pgo", tab.Title)
+		}
+		t.Skip("built with -pgo=off: nothing more to check")
+	default:
+		t.Errorf("built with profile %q, want default.pgo", p)
+	}
+}
