@@ -54,6 +54,6 @@ else
 	echo "pgo-profile: no MPICH development package (make test-mpi installs it): the profile leaves out the MPI transport" >&2
 fi
 
-$GO tool pprof -proto "$work"/prof/* >"$work/merged.pgo" 2>/dev/null
+$GO tool pprof -proto "$work"/prof/* >"$work/merged.pgo"
 mv "$work/merged.pgo" "$out"
 echo "pgo-profile: wrote $out from $(ls "$work/prof" | wc -l) profiles" >&2
