@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/internal/breath"
 	"github.com/fibermpi/fibermpi/match"
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
@@ -447,13 +448,17 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 }
 
 // serve is the communication server: it polls the transport on its own
-// locked thread until Finalize, backing off (without parking) while idle.
+// locked thread until Finalize, backing off (without parking) while idle,
+// and going through the Go scheduler every few milliseconds while busy
+// (internal/breath).
 func (p *Process) serve() {
 	defer close(p.serverDone)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	idle := 0
+	var breath breath.Clock
 	for !p.serverStop.Load() {
+		breath.Turn()
 		if p.progress(packet.NoWorker) > 0 {
 			idle = 0
 			continue

@@ -89,6 +89,15 @@
 // worker holds a P, so the default number of workers leaves one P for the
 // rest of the program.
 //
+// Fiber switches do not go through the Go scheduler, so to the runtime a
+// busy worker is one goroutine that never stops running. Its monitor
+// thread preempts such a goroutine after 10 ms, and if it is in a system
+// or cgo call then (a worker that polls MPI or a socket), takes its P away
+// and looks again every 20 µs for a while, each look on the worker's CPU
+// when the process is bound to one. So every 8 turns of its loop a worker
+// reads the clock and, 6 ms after it last did, goes through the scheduler
+// itself (runtime.Gosched; see internal/breath).
+//
 // On Linux, the workers of an unpinned scheduler keep off each other's CPU.
 // Two of them on one CPU take turns through their pauses and run at the
 // speed of one CPU while another may be idle, and the kernel can leave them

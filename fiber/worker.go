@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/fibermpi/fibermpi/internal/breath"
 )
 
 // Bit-vector geometry (Dang et al. 2016b §3.1). Level 1 has one bit per fiber slot;
@@ -59,6 +61,9 @@ type worker struct {
 	localWord uint32
 	nextBit   uint
 	nslots    int // capacity in slots
+	// breath has the worker go through the Go scheduler every few
+	// milliseconds (internal/breath): fibers switch without it.
+	breath breath.Clock
 
 	// l1 and l2 are the run bit-vectors: written by signal (anyone, atomic
 	// OR) and swapped out by the owner (atomic exchange). l2 bit i means
@@ -185,6 +190,7 @@ func (w *worker) loop() {
 	)
 	for {
 		w.hb.answer()
+		w.breath.Turn()
 		if w.spawnq.Load() != nil {
 			w.drainSpawns()
 		}
