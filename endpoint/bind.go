@@ -15,8 +15,12 @@ import (
 // less one CPU, at least one) (when they fill it, the Go runtime's monitor thread, which then
 // shares a worker's CPU, runs at the lowest priority); "none" leaves the
 // placement and the priorities to the kernel. Open MPI binds by
-// default too (to a core for small jobs). Set Options.Fiber.Pin to place
-// the workers yourself.
+// default too (to a core for small jobs): a process that may use fewer
+// CPUs than the node has processes keeps the binding it was started with,
+// and Init only sees to it that GOMAXPROCS is above the workers (unless
+// the GOMAXPROCS environment variable sets it) and, when the workers fill
+// those CPUs, that the monitor thread runs at the lowest priority. Set
+// Options.Fiber.Pin to place the workers yourself.
 const EnvBind = "FIBERMPI_BIND"
 
 // bind binds this process to its share of the node's CPUs and its workers
@@ -29,7 +33,10 @@ const EnvBind = "FIBERMPI_BIND"
 // shares its OS process with others of the job (processes simulated in
 // tests), when the workers the caller asked for would not fit in a share
 // (oversubscribed: the kernel balances better then), and where threads
-// cannot be bound.
+// cannot be bound. When the CPUs this process may use are fewer than the
+// node's processes (a launcher bound it, or the node is oversubscribed),
+// it binds nothing but keeps a P beyond the workers (keepSpareP) and, if
+// the workers fill those CPUs, demotes the monitor thread.
 //
 // Why: two processes that poll each other's rings each need a CPU; left
 // to the kernel, a Go runtime thread of one (sysmon, the thread that hands
@@ -62,26 +69,54 @@ func (p *Process) bind(cfg *fiber.Config) {
 			cfg.Workers = workers
 		}
 	}
+	if share == 0 {
+		// Fewer CPUs than processes: the launcher bound this process
+		// already (Open MPI binds each of a small job's processes to a
+		// core, Slurm and Hydra on request), or the node is
+		// oversubscribed. Neither is ours to change; but the Go runtime
+		// counted the CPUs it may use, and its Ps may now be all held by
+		// the workers.
+		keepSpareP(runtime.GOMAXPROCS(0), workers)
+		if workers >= len(allowed) {
+			demoteMonitor()
+		}
+		return
+	}
 	if workers > share {
 		return
 	}
 	mine := allowed[p.nodeRank*share : (p.nodeRank+1)*share]
-	procs := runtime.GOMAXPROCS(0)
+	procs := runtime.GOMAXPROCS(0) // before the runtime follows the binding
 	if bindThreads(mine) != nil {
 		return
 	}
-	// Since Go 1.25 the runtime lowers GOMAXPROCS, within a second, to the
-	// CPUs its threads may use, unless GOMAXPROCS was set. Bound to a share
-	// of one CPU, a process would be left with one P, held by its
-	// spinning worker: every other goroutine (the watchdogs, a
-	// collective's progress, the program's own) would then run only when
-	// the runtime preempts the worker, every 10 ms, each time handing the
-	// locked worker's P away and back. Setting it keeps the count the
-	// workers were planned with.
-	runtime.GOMAXPROCS(procs)
+	keepSpareP(procs, workers)
 	cfg.Pin, cfg.CPUs = true, mine[:workers]
 	if workers == share {
 		// No CPU of the share is left for the runtime's own threads.
 		demoteMonitor()
 	}
+}
+
+// keepSpareP sets GOMAXPROCS to procs, or to one more than workers if procs
+// is not more, and so fixes it, unless the GOMAXPROCS environment variable
+// set it.
+//
+// Since Go 1.25 the runtime sets GOMAXPROCS to the CPUs its threads may
+// use, at start and again within a second of a change of affinity. Bound to
+// a share of one CPU, a process would have one P, held by its spinning
+// worker: every other goroutine (the watchdogs, a collective's progress,
+// the program's own) would run only when the runtime preempts the worker,
+// every 10 ms, each time handing the locked worker's P away and back. And a
+// worker's P that is in a long system or cgo call (a large copy inside an
+// MPI call, or a sleep) is taken away from it by the runtime's monitor
+// within 20 µs unless another P is idle; each time, the monitor goes back
+// to looking every 20 µs for a millisecond or more, on the worker's CPU.
+// Under Open MPI's binding, fmpi-osu bw over MPI woke the monitor 1 500
+// times a second in each process (BENCHMARKS.md, issue 17, session 16).
+func keepSpareP(procs, workers int) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	runtime.GOMAXPROCS(max(procs, workers+1))
 }

@@ -5,6 +5,7 @@ package endpoint_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -139,6 +140,63 @@ func TestDefaultWorkersFitTheShare(t *testing.T) {
 		want := fmt.Sprintf("GOMAXPROCS %d workers %d bound to %d CPUs", procs, max(share-1, 1), share)
 		if !strings.Contains(m[0], want) {
 			t.Errorf("%s; want %s", m[0], want)
+		}
+	}
+}
+
+// TestLauncherBoundKeepsASpareP: processes that a launcher bound to one
+// CPU each before they started, as Open MPI does (here taskset), start
+// with GOMAXPROCS 1; Init leaves their binding alone, runs one worker, and
+// raises GOMAXPROCS to 2, so that the worker does not hold the only P, and
+// demotes the monitor thread, which shares the worker's CPU.
+func TestLauncherBoundKeepsASpareP(t *testing.T) {
+	if fmpitest.Child() {
+		// The testing package fixes GOMAXPROCS: go back to the runtime's
+		// default, what a program's process starts with (the CPUs it may
+		// use).
+		runtime.SetDefaultGOMAXPROCS()
+		before := runtime.GOMAXPROCS(0)
+		p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Finalize()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &set); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("rank %d GOMAXPROCS %d before Init, %d after; workers %d; bound to %d CPUs; %d threads at nice 19\n",
+			p.Rank(), before, runtime.GOMAXPROCS(0), p.Scheduler().Workers(), set.Count(), nicedThreads(t, 19))
+		return
+	}
+	set := twoCPUs(t)
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		t.Skip("taskset (util-linux) is not installed: cannot bind the processes before they start")
+	}
+	var cpus []int
+	for c := 0; len(cpus) < 2 && c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	// Each rank binds itself to its CPU and then becomes the test binary.
+	wrap := fmt.Sprintf(`cpus=(%d %d); exec %s -c "${cpus[$FIBERMPI_RANK]}" "$@"`, cpus[0], cpus[1], taskset)
+	cmd := append([]string{"bash", "-c", wrap, "bash"}, fmpitest.TestCommand(t, 0)...)
+	out, err := fmpitest.Start(t, 2, fmpitest.Options{Env: []string{"GOMAXPROCS="}}, cmd...).Wait()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	line := regexp.MustCompile(`rank \d GOMAXPROCS .*`)
+	got := line.FindAllString(out, -1)
+	if len(got) != 2 {
+		t.Fatalf("%d processes reported, want 2:\n%s", len(got), out)
+	}
+	for _, m := range got {
+		if !strings.Contains(m, "GOMAXPROCS 1 before Init, 2 after; workers 1; bound to 1 CPUs; 1 threads at nice 19") {
+			t.Errorf("%s; want GOMAXPROCS 1 before Init, 2 after; workers 1; bound to 1 CPUs; 1 threads at nice 19", m)
 		}
 	}
 }
