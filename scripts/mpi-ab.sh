@@ -6,10 +6,12 @@
 # over each; then, for ROUNDS rounds, runs under each MPI's launcher with
 # two processes, alternating the order of old and new each round:
 # fmpi-osu latency at 8 B (FIBERMPI_TRANSPORT=mpi) old and new, raw MPI,
-# and the bare transport old and new. It prints one line per round and
-# MPI, then each column's median and how often new beat old.
+# and the bare transport old and new. With BW=1, each round also runs
+# fmpi-osu bw at 1 MiB old and new and raw osu_bw, and the summary gives
+# the medians of each side's ratio to raw. It prints one line per round
+# and MPI, then each column's median and how often new beat old.
 #
-# usage: scripts/mpi-ab.sh OLD_REV [ROUNDS]
+# usage: [BW=1] scripts/mpi-ab.sh OLD_REV [ROUNDS]
 #   e.g. scripts/mpi-ab.sh main 8
 set -euo pipefail
 old=${1:?old revision}
@@ -34,7 +36,7 @@ for mpi in mpich ompi; do
 	[ $mpi = ompi ] && cc=mpicc.openmpi
 	make -s -C "$root/bench/osu-c" MPICC=$cc OUT="$work/c-$mpi"
 done
-val() { awk '$1 == 8 { print $2 }' | tail -1; }
+val() { awk -v s="${1:-8}" '$1 == s { print $2 }' | tail -1; }
 for r in $(seq "$rounds"); do
 	order="old new"
 	[ $((r % 2)) = 0 ] && order="new old"
@@ -48,13 +50,24 @@ for r in $(seq "$rounds"); do
 		for side in $order; do
 			b[$side]=$(timeout 120 "${L[@]}" "$work/$side-$mpi/mpipingpong" -size 8 2>/dev/null | val)
 		done
-		echo "$r $mpi fmpi-old ${f[old]} fmpi-new ${f[new]} raw $raw bare-old ${b[old]} bare-new ${b[new]}"
+		bw=
+		if [ "${BW:-0}" = 1 ]; then
+			declare -A w
+			for side in $order; do
+				w[$side]=$(FIBERMPI_TRANSPORT=mpi timeout 120 "${L[@]}" "$work/$side-$mpi/fmpi-osu" bw -m 1048576:1048576 2>/dev/null | val 1048576)
+			done
+			rawbw=$(timeout 120 "${L[@]}" "$work/c-$mpi/osu_bw" -m 1048576:1048576 2>/dev/null | val 1048576)
+			bw=" bw-old ${w[old]} bw-new ${w[new]} bw-raw $rawbw"
+		fi
+		echo "$r $mpi fmpi-old ${f[old]} fmpi-new ${f[new]} raw $raw bare-old ${b[old]} bare-new ${b[new]}$bw"
 	done
 done | tee "$work/rounds.txt"
 for mpi in mpich ompi; do
 	grep " $mpi " "$work/rounds.txt" | awk -v m=$mpi '
 	function med(a, n,   k) { n = asort(a); k = int((n + 1) / 2); return n % 2 ? a[k] : (a[k] + a[k + 1]) / 2 }
-	{ fo[NR] = $4; fn[NR] = $6; r[NR] = $8; bo[NR] = $10; bn[NR] = $12; if ($6 < $4) wf++; if ($12 < $10) wb++ }
+	{ fo[NR] = $4; fn[NR] = $6; r[NR] = $8; bo[NR] = $10; bn[NR] = $12; if ($6 < $4) wf++; if ($12 < $10) wb++
+	  if (NF >= 18 && $18 > 0) { nw++; wo[nw] = $14 / $18; wn[nw] = $16 / $18; if ($16 > $14) ww++ } }
 	END { printf "%s medians (us): fmpi old %.3f new %.3f (new faster in %d of %d), raw %.3f, bare old %.3f new %.3f (new faster in %d of %d)\n",
-		m, med(fo), med(fn), wf, NR, med(r), med(bo), med(bn), wb, NR }'
+		m, med(fo), med(fn), wf, NR, med(r), med(bo), med(bn), wb, NR
+	  if (nw) printf "%s bw 1 MiB, median ratio to raw: old %.3f new %.3f (new faster in %d of %d)\n", m, med(wo), med(wn), ww, nw }'
 done
