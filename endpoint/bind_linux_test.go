@@ -110,17 +110,7 @@ func TestProcessesBoundToOwnCPUs(t *testing.T) {
 // 2 CPUs, fmpi-osu latency measured 9–36 µs in some runs that way).
 func TestDefaultWorkersFitTheShare(t *testing.T) {
 	if fmpitest.Child() {
-		p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Finalize()
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		var set unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &set); err != nil {
-			t.Fatal(err)
-		}
+		p, set := initDefault(t)
 		fmt.Printf("rank %d GOMAXPROCS %d workers %d bound to %d CPUs\n", p.Rank(), runtime.GOMAXPROCS(0), p.Scheduler().Workers(), set.Count())
 		return
 	}
@@ -156,17 +146,7 @@ func TestLauncherBoundKeepsASpareP(t *testing.T) {
 		// use).
 		runtime.SetDefaultGOMAXPROCS()
 		before := runtime.GOMAXPROCS(0)
-		p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Finalize()
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		var set unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &set); err != nil {
-			t.Fatal(err)
-		}
+		p, set := initDefault(t)
 		fmt.Printf("rank %d GOMAXPROCS %d before Init, %d after; workers %d; bound to %d CPUs; %d threads at nice 19\n",
 			p.Rank(), before, runtime.GOMAXPROCS(0), p.Scheduler().Workers(), set.Count(), nicedThreads(t, 19))
 		return
@@ -199,6 +179,23 @@ func TestLauncherBoundKeepsASpareP(t *testing.T) {
 			t.Errorf("%s; want GOMAXPROCS 1 before Init, 2 after; workers 1; bound to 1 CPUs; 1 threads at nice 19", m)
 		}
 	}
+}
+
+// initDefault initializes a process with the default options, finalized
+// when the test ends, and returns it with the CPUs its threads may use.
+func initDefault(t *testing.T) (*endpoint.Process, unix.CPUSet) {
+	p, err := endpoint.Init(endpoint.ThreadSingle, endpoint.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Finalize() })
+	runtime.LockOSThread() // read this thread's mask, not a random one's
+	defer runtime.UnlockOSThread()
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	return p, set
 }
 
 // twoCPUs returns the CPUs this process may use, skipping the test unless
