@@ -15,11 +15,11 @@ import (
 // less one CPU, at least one) (when they fill it, the Go runtime's monitor thread, which then
 // shares a worker's CPU, runs at the lowest priority); "none" leaves the
 // placement and the priorities to the kernel. Open MPI binds by
-// default too (to a core for small jobs): a process that may use fewer
-// CPUs than the node has processes keeps the binding it was started with,
-// and Init only sees to it that GOMAXPROCS is above the workers (unless
-// the GOMAXPROCS environment variable sets it) and, when the workers fill
-// those CPUs, that the monitor thread runs at the lowest priority. Set
+// default too (to a core for small jobs), and Slurm and Hydra on request:
+// the CPUs a process may use are divided only among the processes of its
+// node that may use the same ones, so one that its launcher gave CPUs of
+// its own keeps them all. Either way GOMAXPROCS is kept above the workers,
+// unless the GOMAXPROCS environment variable sets it. Set
 // Options.Fiber.Pin to place the workers yourself.
 const EnvBind = "FIBERMPI_BIND"
 
@@ -33,10 +33,12 @@ const EnvBind = "FIBERMPI_BIND"
 // shares its OS process with others of the job (processes simulated in
 // tests), when the workers the caller asked for would not fit in a share
 // (oversubscribed: the kernel balances better then), and where threads
-// cannot be bound. When the CPUs this process may use are fewer than the
-// node's processes (a launcher bound it, or the node is oversubscribed),
-// it binds nothing but keeps a P beyond the workers (keepSpareP) and, if
-// the workers fill those CPUs, demotes the monitor thread.
+// cannot be bound. The share divides the CPUs this process may use among
+// the processes of the node that may use the same ones (a launcher may
+// have placed them). When there are fewer CPUs than such processes
+// (oversubscribed), it binds nothing but keeps a P beyond the workers
+// (keepSpareP) and, if the workers fill those CPUs, demotes the monitor
+// thread.
 //
 // Why: two processes that poll each other's rings each need a CPU; left
 // to the kernel, a Go runtime thread of one (sysmon, the thread that hands
@@ -54,7 +56,8 @@ func (p *Process) bind(cfg *fiber.Config) {
 	if err != nil {
 		return
 	}
-	share := len(allowed) / p.nodeProcs
+	mine := p.shareOf(allowed)
+	share := len(mine)
 	workers := cfg.Workers
 	if workers == 0 {
 		// The default, GOMAXPROCS−1, counts the CPUs of the node, not of
@@ -70,12 +73,9 @@ func (p *Process) bind(cfg *fiber.Config) {
 		}
 	}
 	if share == 0 {
-		// Fewer CPUs than processes: the launcher bound this process
-		// already (Open MPI binds each of a small job's processes to a
-		// core, Slurm and Hydra on request), or the node is
-		// oversubscribed. Neither is ours to change; but the Go runtime
-		// counted the CPUs it may use, and its Ps may now be all held by
-		// the workers.
+		// Fewer CPUs than processes that may use them: oversubscribed,
+		// and the kernel balances better. But the Go runtime counted the
+		// CPUs, and its Ps may be all held by the workers.
 		keepSpareP(runtime.GOMAXPROCS(0), workers)
 		if workers >= len(allowed) {
 			demoteMonitor()
@@ -85,9 +85,8 @@ func (p *Process) bind(cfg *fiber.Config) {
 	if workers > share {
 		return
 	}
-	mine := allowed[p.nodeRank*share : (p.nodeRank+1)*share]
 	procs := runtime.GOMAXPROCS(0) // before the runtime follows the binding
-	if bindThreads(mine) != nil {
+	if len(mine) < len(allowed) && bindThreads(mine) != nil {
 		return
 	}
 	keepSpareP(procs, workers)
@@ -96,6 +95,21 @@ func (p *Process) bind(cfg *fiber.Config) {
 		// No CPU of the share is left for the runtime's own threads.
 		demoteMonitor()
 	}
+}
+
+// shareOf returns this process's share of allowed, the CPUs it may use:
+// they are divided among the processes of the node that may use the same
+// ones, in blocks, by rank. Those are all of the node's processes, unless
+// their launcher placed them (Open MPI binds each rank of a small job to a
+// core, Slurm binds tasks with --cpu-bind, Hydra with -bind-to), and then
+// only those it placed alike. The share is empty when they outnumber the
+// CPUs.
+func (pl place) shareOf(allowed []int) []int {
+	share := len(allowed) / max(pl.cpuProcs, 1)
+	if share == 0 {
+		return nil
+	}
+	return allowed[pl.cpuRank*share : (pl.cpuRank+1)*share]
 }
 
 // keepSpareP sets GOMAXPROCS to procs, or to one more than workers if procs

@@ -29,6 +29,30 @@ func allowedCPUs() ([]int, error) {
 	return out, nil
 }
 
+// cpuMask is the set of CPUs this process may use, as hex words (lowest
+// first, up to the last one with a CPU), for comparing with the other
+// processes of the node; "" if unknown.
+func cpuMask() string {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return ""
+	}
+	last := -1
+	for i, w := range set {
+		if w != 0 {
+			last = i
+		}
+	}
+	var b strings.Builder
+	for i := 0; i <= last; i++ {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(strconv.FormatUint(uint64(set[i]), 16))
+	}
+	return b.String()
+}
+
 // bindThreads restricts every thread of this process to cpus. Affinity
 // belongs to a thread, and a new thread inherits its creator's: setting it
 // on each thread there is now binds the threads the Go runtime starts

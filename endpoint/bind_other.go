@@ -10,4 +10,6 @@ func allowedCPUs() ([]int, error) { return nil, errNoAffinity }
 
 func bindThreads([]int) error { return errNoAffinity }
 
+func cpuMask() string { return "" }
+
 func demoteMonitor() {}

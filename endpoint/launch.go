@@ -87,19 +87,10 @@ func (p *Process) connect() (rdma.Transport, error) {
 		// hosts are the same list everywhere), since tcp.New is
 		// collective.
 		oneNode := true
-		for q, h := range hosts {
+		for _, h := range hosts {
 			oneNode = oneNode && h == hosts[0]
-			if h == hosts[p.rank] {
-				if q < p.rank {
-					p.nodeRank++
-				}
-				p.nodeProcs++
-				// Processes simulated in one OS process (tests) share
-				// its threads: binding one would bind them all.
-				me := peers[p.rank]
-				p.sharedOS = p.sharedOS || (q != p.rank && me.pid != 0 && peers[q].pid == me.pid && peers[q].pidns == me.pidns)
-			}
 		}
+		p.place = placeOf(peers, p.rank)
 		var same, viaTCP []int
 		for q, h := range hosts {
 			switch {
@@ -171,16 +162,54 @@ type peer struct {
 	host  string // bootstrap.Bootstrap.Host
 	pid   int    // 0 if unknown
 	pidns string // the pid namespace ("pid:[4026531836]"), "" if unknown
+	cpus  string // the CPUs it may use (cpuMask), "" if unknown
 }
 
-// peers exchanges the processes' host identities, pids and pid namespaces
-// through the bootstrap, in one fence.
+// place is where a process stands among the processes of its node:
+// nodeRank is its index among the nodeProcs processes of the node (known
+// with real processes only; 0 and 0 otherwise); sharedOS is set when some
+// of them are this OS process too (tests). cpuRank and cpuProcs count only
+// those that may use the same CPUs as this one: all of them, unless a
+// launcher placed them (bind.go).
+type place struct {
+	nodeRank, nodeProcs int
+	cpuRank, cpuProcs   int
+	sharedOS            bool
+}
+
+// placeOf returns the place of process rank among peers.
+func placeOf(peers []peer, rank int) place {
+	var pl place
+	me := peers[rank]
+	for q, o := range peers {
+		if o.host != me.host {
+			continue
+		}
+		if q < rank {
+			pl.nodeRank++
+		}
+		pl.nodeProcs++
+		// Processes simulated in one OS process (tests) share its
+		// threads: binding one would bind them all.
+		pl.sharedOS = pl.sharedOS || (q != rank && me.pid != 0 && o.pid == me.pid && o.pidns == me.pidns)
+		if o.cpus == me.cpus {
+			if q < rank {
+				pl.cpuRank++
+			}
+			pl.cpuProcs++
+		}
+	}
+	return pl
+}
+
+// peers exchanges the processes' host identities, pids, pid namespaces and
+// the CPUs they may use through the bootstrap, in one fence.
 func (p *Process) peers() ([]peer, error) {
 	const hostKey, pidKey = "fibermpi/host", "fibermpi/pid"
 	if err := p.boot.Put(hostKey, []byte(p.boot.Host())); err != nil {
 		return nil, fmt.Errorf("%w: publishing the host: %w", ErrJob, err)
 	}
-	if err := p.boot.Put(pidKey, []byte(strconv.Itoa(os.Getpid())+" "+pidNamespace())); err != nil {
+	if err := p.boot.Put(pidKey, []byte(strconv.Itoa(os.Getpid())+" "+pidNamespace()+" "+cpuMask())); err != nil {
 		return nil, fmt.Errorf("%w: publishing the pid: %w", ErrJob, err)
 	}
 	if err := p.boot.Fence(); err != nil {
@@ -194,9 +223,13 @@ func (p *Process) peers() ([]peer, error) {
 		}
 		all[q].host = string(h)
 		if v, err := p.boot.Get(q, pidKey); err == nil {
-			pid, ns, _ := strings.Cut(string(v), " ")
-			all[q].pid, _ = strconv.Atoi(pid)
-			all[q].pidns = ns
+			// "pid ns cpus", any of them empty.
+			f := strings.SplitN(string(v), " ", 3)
+			for len(f) < 3 {
+				f = append(f, "")
+			}
+			all[q].pid, _ = strconv.Atoi(f[0])
+			all[q].pidns, all[q].cpus = f[1], f[2]
 		}
 	}
 	return all, nil

@@ -242,11 +242,8 @@ type Process struct {
 	rank, procs int
 	boot        Bootstrap
 	layout      *rdma.Layout
-	// nodeRank is this process's index among the nodeProcs processes of
-	// its node (known with real processes only; 0 and 0 otherwise);
-	// sharedOS is set when some of them are this OS process too (tests).
-	nodeRank, nodeProcs int
-	sharedOS            bool
+	// Where this process stands among the processes of its node.
+	place
 
 	mu      sync.Mutex
 	cores   []*core // this process's endpoints, in creation order
