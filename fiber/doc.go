@@ -96,7 +96,9 @@
 // and looks again every 20 µs for a while, each look on the worker's CPU
 // when the process is bound to one. So every 8 turns of its loop a worker
 // reads the clock and, 6 ms after it last did, goes through the scheduler
-// itself (runtime.Gosched; see internal/breath).
+// itself (runtime.Gosched; see internal/breath). A goroutine that needs the
+// worker's P, where GOMAXPROCS is not above the workers, then gets it at
+// that moment, for up to its 10 ms time slice.
 //
 // On Linux, the workers of an unpinned scheduler keep off each other's CPU.
 // Two of them on one CPU take turns through their pauses and run at the
