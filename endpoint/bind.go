@@ -35,10 +35,9 @@ const EnvBind = "FIBERMPI_BIND"
 // (oversubscribed: the kernel balances better then), and where threads
 // cannot be bound. The share divides the CPUs this process may use among
 // the processes of the node that may use the same ones (a launcher may
-// have placed them). When there are fewer CPUs than such processes
-// (oversubscribed), it binds nothing but keeps a P beyond the workers
-// (keepSpareP) and, if the workers fill those CPUs, demotes the monitor
-// thread.
+// have placed them). Bound or not, it keeps a P beyond the workers
+// (keepSpareP), and when the workers fill the CPUs the process runs on, it
+// demotes the monitor thread.
 //
 // Why: two processes that poll each other's rings each need a CPU; left
 // to the kernel, a Go runtime thread of one (sysmon, the thread that hands
@@ -72,27 +71,18 @@ func (p *Process) bind(cfg *fiber.Config) {
 			cfg.Workers = workers
 		}
 	}
-	if share == 0 {
-		// Fewer CPUs than processes that may use them: oversubscribed,
-		// and the kernel balances better. But the Go runtime counted the
-		// CPUs, and its Ps may be all held by the workers.
-		keepSpareP(runtime.GOMAXPROCS(0), workers)
-		if workers >= len(allowed) {
-			demoteMonitor()
-		}
-		return
+	// Before any binding: the runtime would follow it within a second.
+	keepSpareP(workers)
+	// Bind when the workers fit the share; with fewer CPUs than processes
+	// that may use them, or more workers than fit, the node is
+	// oversubscribed, and the kernel balances better.
+	cpus := allowed // where this process's threads run
+	if share > 0 && workers <= share && (len(mine) == len(allowed) || bindThreads(mine) == nil) {
+		cpus = mine
+		cfg.Pin, cfg.CPUs = true, mine[:workers]
 	}
-	if workers > share {
-		return
-	}
-	procs := runtime.GOMAXPROCS(0) // before the runtime follows the binding
-	if len(mine) < len(allowed) && bindThreads(mine) != nil {
-		return
-	}
-	keepSpareP(procs, workers)
-	cfg.Pin, cfg.CPUs = true, mine[:workers]
-	if workers == share {
-		// No CPU of the share is left for the runtime's own threads.
+	if workers >= len(cpus) {
+		// No CPU is left for the runtime's own threads.
 		demoteMonitor()
 	}
 }
@@ -112,9 +102,9 @@ func (pl place) shareOf(allowed []int) []int {
 	return allowed[pl.cpuRank*share : (pl.cpuRank+1)*share]
 }
 
-// keepSpareP sets GOMAXPROCS to procs, or to one more than workers if procs
-// is not more, and so fixes it, unless the GOMAXPROCS environment variable
-// set it.
+// keepSpareP raises GOMAXPROCS to one more than workers if it is not more
+// already, and so fixes it, unless the GOMAXPROCS environment variable set
+// it.
 //
 // Since Go 1.25 the runtime sets GOMAXPROCS to the CPUs its threads may
 // use, at start and again within a second of a change of affinity. Bound to
@@ -128,9 +118,9 @@ func (pl place) shareOf(allowed []int) []int {
 // to looking every 20 µs for a millisecond or more, on the worker's CPU.
 // Under Open MPI's binding, fmpi-osu bw over MPI woke the monitor 1 500
 // times a second in each process (BENCHMARKS.md, issue 17, session 16).
-func keepSpareP(procs, workers int) {
+func keepSpareP(workers int) {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return
 	}
-	runtime.GOMAXPROCS(max(procs, workers+1))
+	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), workers+1))
 }

@@ -166,15 +166,15 @@ type peer struct {
 }
 
 // place is where a process stands among the processes of its node:
-// nodeRank is its index among the nodeProcs processes of the node (known
-// with real processes only; 0 and 0 otherwise); sharedOS is set when some
-// of them are this OS process too (tests). cpuRank and cpuProcs count only
-// those that may use the same CPUs as this one: all of them, unless a
-// launcher placed them (bind.go).
+// nodeProcs counts them (known with real processes only; 0 otherwise);
+// sharedOS is set when some of them are this OS process too (tests).
+// cpuRank and cpuProcs count only those that may use the same CPUs as this
+// one: all of them, unless a launcher placed them (bind.go); cpuRank is
+// this process's index among them.
 type place struct {
-	nodeRank, nodeProcs int
-	cpuRank, cpuProcs   int
-	sharedOS            bool
+	nodeProcs         int
+	cpuRank, cpuProcs int
+	sharedOS          bool
 }
 
 // placeOf returns the place of process rank among peers.
@@ -184,9 +184,6 @@ func placeOf(peers []peer, rank int) place {
 	for q, o := range peers {
 		if o.host != me.host {
 			continue
-		}
-		if q < rank {
-			pl.nodeRank++
 		}
 		pl.nodeProcs++
 		// Processes simulated in one OS process (tests) share its

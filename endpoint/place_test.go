@@ -19,12 +19,12 @@ func TestPlaceOf(t *testing.T) {
 		{host: "a", pid: 14, pidns: "pid:[2]", cpus: "3"},
 	}
 	want := []place{
-		{nodeRank: 0, nodeProcs: 5, cpuRank: 0, cpuProcs: 4, sharedOS: true},
-		{nodeRank: 1, nodeProcs: 5, cpuRank: 1, cpuProcs: 4},
-		{nodeRank: 0, nodeProcs: 1, cpuRank: 0, cpuProcs: 1},
-		{nodeRank: 2, nodeProcs: 5, cpuRank: 0, cpuProcs: 1},
-		{nodeRank: 3, nodeProcs: 5, cpuRank: 2, cpuProcs: 4, sharedOS: true},
-		{nodeRank: 4, nodeProcs: 5, cpuRank: 3, cpuProcs: 4},
+		{nodeProcs: 5, cpuRank: 0, cpuProcs: 4, sharedOS: true},
+		{nodeProcs: 5, cpuRank: 1, cpuProcs: 4},
+		{nodeProcs: 1, cpuRank: 0, cpuProcs: 1},
+		{nodeProcs: 5, cpuRank: 0, cpuProcs: 1},
+		{nodeProcs: 5, cpuRank: 2, cpuProcs: 4, sharedOS: true},
+		{nodeProcs: 5, cpuRank: 3, cpuProcs: 4},
 	}
 	for rank := range peers {
 		if got := placeOf(peers, rank); got != want[rank] {
@@ -51,11 +51,11 @@ func TestShareOf(t *testing.T) {
 		want    []int
 	}{
 		{"two of one node, the second", cpus(0, 8), place{cpuRank: 1, cpuProcs: 2}, cpus(4, 8)},
-		{"placed alone on its CPUs", cpus(8, 16), place{nodeRank: 1, nodeProcs: 4, cpuRank: 0, cpuProcs: 1}, cpus(8, 16)},
-		{"placed two to a socket", cpus(8, 16), place{nodeRank: 3, nodeProcs: 4, cpuRank: 1, cpuProcs: 2}, cpus(12, 16)},
+		{"placed alone on its CPUs", cpus(8, 16), place{nodeProcs: 4, cpuRank: 0, cpuProcs: 1}, cpus(8, 16)},
+		{"placed two to a socket", cpus(8, 16), place{nodeProcs: 4, cpuRank: 1, cpuProcs: 2}, cpus(12, 16)},
 		{"three on eight CPUs", cpus(0, 8), place{cpuRank: 2, cpuProcs: 3}, cpus(4, 6)},
 		{"oversubscribed", cpus(0, 2), place{cpuRank: 3, cpuProcs: 4}, nil},
-		{"launcher-bound to one core", []int{1}, place{nodeRank: 1, nodeProcs: 2, cpuProcs: 1}, []int{1}},
+		{"launcher-bound to one core", []int{1}, place{nodeProcs: 2, cpuProcs: 1}, []int{1}},
 	} {
 		if got := tc.pl.shareOf(tc.allowed); !cmp.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

@@ -52,7 +52,8 @@ func (c *Clock) Turn() {
 }
 
 func (c *Clock) look() {
-	if now := time.Now(); c.last.IsZero() || now.Sub(c.last) >= Period {
+	// From the zero time, Sub saturates: the first look breathes.
+	if now := time.Now(); now.Sub(c.last) >= Period {
 		c.last = now
 		c.n.Add(1)
 		runtime.Gosched()
