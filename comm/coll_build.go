@@ -107,9 +107,8 @@ func buildReduce[T any](s *sched, send, recv []T, op Op[T], root int) {
 // vectors and a commutative op, a ring reduce-scatter then ring allgather.
 func buildAllreduce[T any](s *sched, send, recv []T, op Op[T]) {
 	p := s.x.size()
-	n := len(send)
 	same, _ := overlap(send, recv)
-	if p > 1 && op.commutative && n >= p && n*int(unsafe.Sizeof(*new(T))) >= ringAllreduceMin {
+	if ringAllreduce(p, send, op) {
 		if same {
 			send = nil // in place: recv holds the contribution
 		}
@@ -124,46 +123,142 @@ func buildAllreduce[T any](s *sched, send, recv []T, op Op[T]) {
 	}
 }
 
+// ringAllreduce reports whether an Allreduce of send over p ranks takes the
+// ring (else recursive doubling).
+func ringAllreduce[T any](p int, send []T, op Op[T]) bool {
+	n := len(send)
+	return p > 1 && op.commutative && n >= p && n*int(unsafe.Sizeof(*new(T))) >= ringAllreduceMin
+}
+
 func buildRecDoubling[T any](s *sched, acc []T, op Op[T]) {
-	p, r := s.x.size(), s.x.rank
 	tmp := scratch[T](s, len(acc))
+	for pl := newRDPlan(s.x.size(), s.x.rank); ; {
+		st, ok := pl.next()
+		if !ok {
+			return
+		}
+		var recv, send []xfer
+		if st.recv >= 0 {
+			recv = s.one(st.recv, b(rdInto(st, tmp, acc)))
+		}
+		if st.send >= 0 {
+			send = s.one(st.send, b(acc))
+		}
+		var then func()
+		if f := st.fold; f != foldNone {
+			then = func() { fold(f, op, tmp, acc) }
+		}
+		s.add(recv, send, then)
+	}
+}
+
+// rdStep is one round of recursive doubling for one rank: receive from
+// peer recv (-1: none) into the scratch vector, or into the accumulator
+// when intoAcc; send the accumulator to peer send (-1: none); then fold
+// what came into the accumulator.
+type rdStep struct {
+	recv, send int
+	intoAcc    bool
+	fold       rdFold
+}
+
+// rdInto returns the buffer step st receives into.
+func rdInto[T any](st rdStep, tmp, acc []T) []T {
+	if st.intoAcc {
+		return acc
+	}
+	return tmp
+}
+
+// rdFold says how a round of recursive doubling folds what it received
+// (tmp) into the accumulator (acc). The operands keep rank order, so that
+// a non-commutative op reduces in rank order.
+type rdFold uint8
+
+const (
+	foldNone  rdFold = iota
+	foldBelow        // from a lower rank: acc = tmp ∘ acc
+	foldAbove        // from a higher rank: acc = acc ∘ tmp
+)
+
+// fold applies f to the received tmp and the accumulator acc.
+func fold[T any](f rdFold, op Op[T], tmp, acc []T) {
+	switch f {
+	case foldBelow:
+		op.fn(tmp, acc)
+	case foldAbove:
+		op.fn(acc, tmp)
+		copy(acc, tmp)
+	}
+}
+
+// rdPlan gives one rank's rounds of recursive doubling over p ranks, in
+// order. The p - 2^k ranks beyond the largest power of two 2^k pair up
+// with their neighbours first: an even rank below 2·(p - 2^k) sends its
+// vector to the odd one above it, which folds it in, takes part in the
+// exchanges of the 2^k, and sends the result back at the end.
+type rdPlan struct {
+	r, rem, pof2 int
+	newrank      int // rank among the 2^k; -1 for a rank folded in
+	mask         int // the next exchange's distance among the 2^k
+	phase        int // 0: the pairing, 1: the exchanges, 2: the result back, 3: done
+}
+
+func newRDPlan(p, r int) rdPlan {
 	pof2 := 1
 	for pof2*2 <= p {
 		pof2 *= 2
 	}
 	rem := p - pof2
-	newrank := r - rem
+	pl := rdPlan{r: r, rem: rem, pof2: pof2, newrank: r - rem, mask: 1}
 	if r < 2*rem {
-		if r%2 == 0 {
-			s.add(nil, s.one(r+1, b(acc)), nil)
-			newrank = -1
-		} else {
-			s.add(s.one(r-1, b(tmp)), nil, func() { op.fn(tmp, acc) })
-			newrank = r / 2
+		pl.newrank = -1
+		if r%2 == 1 {
+			pl.newrank = r / 2
 		}
 	}
-	if newrank >= 0 {
-		for mask := 1; mask < pof2; mask <<= 1 {
-			nd := newrank ^ mask
-			dst := nd + rem
-			if nd < rem {
+	return pl
+}
+
+// next returns the next round; false when there is none.
+func (pl *rdPlan) next() (rdStep, bool) {
+	r, paired := pl.r, pl.r < 2*pl.rem
+	for {
+		switch pl.phase {
+		case 0:
+			pl.phase = 1
+			if paired {
+				if r%2 == 0 {
+					return rdStep{recv: -1, send: r + 1}, true
+				}
+				return rdStep{recv: r - 1, send: -1, fold: foldBelow}, true
+			}
+		case 1:
+			if pl.newrank < 0 || pl.mask >= pl.pof2 {
+				pl.phase = 2
+				continue
+			}
+			nd := pl.newrank ^ pl.mask
+			pl.mask <<= 1
+			dst := nd + pl.rem
+			if nd < pl.rem {
 				dst = nd*2 + 1
 			}
-			s.add(s.one(dst, b(tmp)), s.one(dst, b(acc)), func() {
-				if dst < r {
-					op.fn(tmp, acc)
-				} else {
-					op.fn(acc, tmp)
-					copy(acc, tmp)
+			f := foldAbove
+			if dst < r {
+				f = foldBelow
+			}
+			return rdStep{recv: dst, send: dst, fold: f}, true
+		case 2:
+			pl.phase = 3
+			if paired {
+				if r%2 == 0 {
+					return rdStep{recv: r + 1, send: -1, intoAcc: true}, true
 				}
-			})
-		}
-	}
-	if r < 2*rem {
-		if r%2 == 0 {
-			s.add(s.one(r+1, b(acc)), nil, nil)
-		} else {
-			s.add(nil, s.one(r-1, b(acc)), nil)
+				return rdStep{recv: -1, send: r - 1}, true
+			}
+		default:
+			return rdStep{}, false
 		}
 	}
 }
