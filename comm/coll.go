@@ -136,6 +136,9 @@ func (c *Comm[T]) Barrier() error {
 func (c *Comm[T]) Ibarrier() (*CollRequest, error) { return c.barrier(true) }
 
 func (c *Comm[T]) barrier(nb bool) (*CollRequest, error) {
+	if x := c.now(nb); x != nil {
+		return nil, barrierNow(x)
+	}
 	if q, ok, err := c.viaShm("Barrier", nb, noCheck, &shmColl[T]{kind: kBarrier}); ok {
 		return q, err
 	}
@@ -224,6 +227,13 @@ func (c *Comm[T]) Iallreduce(send, recv []T, op Op[T]) (*CollRequest, error) {
 }
 
 func (c *Comm[T]) allreduce(nb bool, send, recv []T, op Op[T]) (*CollRequest, error) {
+	if x := c.now(nb); x != nil && !ringAllreduce(c.Size(), send, op) {
+		if err := checkReduceArgs(send, recv, op, "Allreduce"); err != nil {
+			c.ep.Abort(err) // as launch does
+			return nil, err
+		}
+		return nil, c.allreduceNow(x, send, recv, op)
+	}
 	check := func() error { return checkReduceArgs(send, recv, op, "Allreduce") }
 	if q, ok, err := c.viaShm("Allreduce", nb, check, &shmColl[T]{kind: kAllreduce, send: send, recv: recv, op: op}); ok {
 		return q, err

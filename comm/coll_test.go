@@ -518,3 +518,42 @@ func TestNonblockingOverlap(t *testing.T) {
 		return diff("Iallgather", all, want)
 	})
 }
+
+// TestBlockingMeetsScheduled: a blocking Barrier or Allreduce by messages
+// runs on the caller's stack when the caller has no other collective
+// pending (coll_now.go), and as a schedule through its engine when it has
+// one. Both send the same messages, so ranks that go different ways meet:
+// here the even ranks keep an Ibarrier pending across an Allreduce (by a
+// non-commutative op, so that an operand out of rank order shows) and a
+// Barrier, while the odd ranks finish theirs first.
+func TestBlockingMeetsScheduled(t *testing.T) {
+	forEachSize(t, func(c *Comm[affine]) error {
+		p, r := c.Size(), c.Rank()
+		q, err := c.Ibarrier()
+		if err != nil {
+			return err
+		}
+		if r%2 == 1 {
+			if err := q.Wait(); err != nil {
+				return err
+			}
+		}
+		for _, n := range []int{1, 5} {
+			in := vecOf(p, n, func(r, i int) affine { return affine{A: int64(r + 2 + i), B: int64(3*r - i)} })
+			got := make([]affine, n)
+			if err := c.Allreduce(in[r], got, compose); err != nil {
+				return err
+			}
+			if err := diff(fmt.Sprintf("Allreduce n=%d", n), got, refFold(compose, in)); err != nil {
+				return err
+			}
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+		}
+		if r%2 == 0 {
+			return q.Wait()
+		}
+		return nil
+	})
+}

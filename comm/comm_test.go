@@ -639,40 +639,55 @@ func TestRequestReuseDone(t *testing.T) {
 	}
 }
 
-// TestBarrierByMessagesAllocatesNothing: a blocking collective by messages
-// reuses its communicator's schedule, its transfers and its requests
-// (sched.release): once a communicator has run one barrier, the next
-// allocate nothing, at either rank.
-func TestBarrierByMessagesAllocatesNothing(t *testing.T) {
-	eps := allocRanks(t)
-	const rounds = 100
-	done := make(chan error, 1)
-	go func() {
-		c1 := register[float64](t, eps[1])
-		usePath(c1, CollMessages)
-		for range rounds + 2 { // the warm-up, AllocsPerRun's own, the rounds
-			if err := c1.Barrier(); err != nil {
-				done <- err
-				return
+// TestBlockingByMessagesAllocatesNothing: a blocking Barrier or small
+// Allreduce by messages reuses its communicator's schedule, its transfers
+// and its requests (sched.release; coll_now.go runs them on the caller's
+// stack): once a communicator has run one, the next allocate nothing, at
+// either rank.
+func TestBlockingByMessagesAllocatesNothing(t *testing.T) {
+	sum := Sum[float64]()
+	send := []float64{1, 2} // only read
+	for _, tc := range []struct {
+		name string
+		call func(c *Comm[float64], recv []float64) error
+	}{
+		{"Barrier", func(c *Comm[float64], _ []float64) error { return c.Barrier() }},
+		{"Allreduce", func(c *Comm[float64], recv []float64) error { return c.Allreduce(send, recv, sum) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eps := allocRanks(t)
+			const rounds = 100
+			done := make(chan error, 1)
+			go func() {
+				c1 := register[float64](t, eps[1])
+				usePath(c1, CollMessages)
+				recv := make([]float64, len(send))
+				for range rounds + 2 { // the warm-up, AllocsPerRun's own, the rounds
+					if err := tc.call(c1, recv); err != nil {
+						done <- err
+						return
+					}
+				}
+				done <- nil
+			}()
+			c0 := register[float64](t, eps[0])
+			usePath(c0, CollMessages)
+			recv := make([]float64, len(send))
+			if err := tc.call(c0, recv); err != nil {
+				t.Fatal(err)
 			}
-		}
-		done <- nil
-	}()
-	c0 := register[float64](t, eps[0])
-	usePath(c0, CollMessages)
-	if err := c0.Barrier(); err != nil {
-		t.Fatal(err)
-	}
-	allocs := testing.AllocsPerRun(rounds, func() {
-		if err := c0.Barrier(); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if allocs != 0 {
-		t.Fatalf("a barrier by messages allocates %.1f times", allocs)
+			allocs := testing.AllocsPerRun(rounds, func() {
+				if err := tc.call(c0, recv); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if allocs != 0 {
+				t.Fatalf("a blocking %s by messages allocates %.1f times", tc.name, allocs)
+			}
+		})
 	}
 }
 
