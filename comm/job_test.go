@@ -42,6 +42,30 @@ func TestJobCollectives(t *testing.T) {
 						}
 					}
 				}
+				// A blocking Allreduce run straight from the caller meets
+				// one run as a schedule (coll_now.go): the odd ranks keep
+				// an Ibarrier pending across it.
+				q, err := c.Ibarrier()
+				if err != nil {
+					return err
+				}
+				if me%2 == 0 {
+					if err := q.Wait(); err != nil {
+						return err
+					}
+				}
+				sum := []int64{0}
+				if err := c.Allreduce([]int64{me}, sum, comm.Sum[int64]()); err != nil {
+					return err
+				}
+				if sum[0] != n*(n-1)/2 {
+					return fmt.Errorf("Allreduce beside an Ibarrier: %d", sum[0])
+				}
+				if me%2 == 1 {
+					if err := q.Wait(); err != nil {
+						return err
+					}
+				}
 				// Bcast from the last rank, Gather and Scatter at rank 1.
 				b := []int64{me, me}
 				if err := c.Bcast(b, int(n-1)); err != nil {
