@@ -4,7 +4,7 @@
 # and from the working tree, runs `fmpirun -n 2 fmpi-osu ARGS…` with each,
 # alternated for ROUNDS rounds, and prints each side's figures sorted (the
 # median is the middle), then the load average. A run's figure is the last
-# column of its last row: give one size (-m N:N).
+# column of its last row: give one size (-m N:N); barrier has one row.
 #
 # The host switches between speeds (BENCHMARKS.md, issue 17, session 13):
 # every round starts with internal/cmd/corelat's cross-core one-way time
@@ -36,7 +36,7 @@ for i in $(seq 1 "$rounds"); do
 	cl=$(echo "$probe" | sed -n 's/.*p50 \([0-9]*\) ns.*/\1/p')
 	speed=$(echo "$probe" | sed -n 's/.*; work //p')
 	for side in $order; do
-		v=$("$work/$side/fmpirun" -n 2 "$work/$side/fmpi-osu" "$@" 2>&1 | awk '/^[0-9]/ {print $NF}' | tail -1)
+		v=$("$work/$side/fmpirun" -n 2 "$work/$side/fmpi-osu" "$@" 2>&1 | awk '/^ *[0-9]/ {print $NF}' | tail -1)
 		echo "$v" >> "$work/$side.txt"
 		if [ $side = old ]; then o=$v; else n=$v; fi
 	done
