@@ -287,10 +287,10 @@ func (s *store) request(p *storePeer, m bootwire.Msg) bool {
 }
 
 // failCollective answers the processes waiting in the collective with an
-// Error naming rank. s.mu is held.
+// Error naming rank, rank 0 last (see fail). s.mu is held.
 func (s *store) failCollective(kind bootwire.Kind, rank int, text string) {
-	for r, ok := range s.arrived {
-		if ok && s.peers[r] != nil {
+	for r := len(s.arrived) - 1; r >= 0; r-- {
+		if s.arrived[r] && s.peers[r] != nil {
 			s.send(s.peers[r], bootwire.Msg{Type: bootwire.Error, Kind: kind, Rank: int32(rank), Text: text})
 		}
 	}
@@ -304,11 +304,14 @@ func (s *store) resetCollective() {
 }
 
 // fail ends the job: every other joined process gets a Failed notice naming
-// rank. s.mu is held.
+// rank. Rank 0 hears last: its process runs this store, and once told it
+// may exit at once and take the store with it, and then a process not yet
+// told would see rank 0 lost instead of the failure (TestAbort, seen once
+// in CI). s.mu is held.
 func (s *store) fail(rank int, kind bootwire.Kind, cause string) {
 	s.failed = true
-	for _, q := range s.peers {
-		if q != nil && q.rank != rank && !q.closed {
+	for i := len(s.peers) - 1; i >= 0; i-- {
+		if q := s.peers[i]; q != nil && q.rank != rank && !q.closed {
 			s.send(q, bootwire.Msg{Type: bootwire.Failed, Kind: kind, Rank: int32(rank), Text: cause})
 		}
 	}
