@@ -348,6 +348,7 @@ func (s *sched) check() {
 // if send < 0), as post does, waits for both with w and checks them. It
 // reports false when the round failed (s.err says why).
 func (s *sched) exchange(w *fiber.Waiter, recv int, rbuf []byte, send int, sbuf []byte) bool {
+	zero(s.xfers) // release clears only what is left in them
 	s.xfers = s.xfers[:0]
 	var r round
 	if recv >= 0 {
