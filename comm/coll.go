@@ -227,14 +227,14 @@ func (c *Comm[T]) Iallreduce(send, recv []T, op Op[T]) (*CollRequest, error) {
 }
 
 func (c *Comm[T]) allreduce(nb bool, send, recv []T, op Op[T]) (*CollRequest, error) {
+	check := func() error { return checkReduceArgs(send, recv, op, "Allreduce") }
 	if x := c.now(nb); x != nil && !ringAllreduce(c.Size(), send, op) {
-		if err := checkReduceArgs(send, recv, op, "Allreduce"); err != nil {
+		if err := check(); err != nil {
 			c.ep.Abort(err) // as launch does
 			return nil, err
 		}
 		return nil, c.allreduceNow(x, send, recv, op)
 	}
-	check := func() error { return checkReduceArgs(send, recv, op, "Allreduce") }
 	if q, ok, err := c.viaShm("Allreduce", nb, check, &shmColl[T]{kind: kAllreduce, send: send, recv: recv, op: op}); ok {
 		return q, err
 	}

@@ -39,9 +39,14 @@ func overlap[T any](a, c []T) (same, partial bool) {
 func buildBarrier(s *sched) {
 	p, r := s.x.size(), s.x.rank
 	for k := 1; k < p; k <<= 1 {
-		s.add(s.one((r-k+p)%p, nil), s.one((r+k)%p, nil), nil)
+		from, to := disseminate(p, r, k)
+		s.add(s.one(from, nil), s.one(to, nil), nil)
 	}
 }
+
+// disseminate returns the peers of rank r's dissemination round at
+// distance k over p ranks: it hears from r-k and tells r+k.
+func disseminate(p, r, k int) (from, to int) { return (r - k + p) % p, (r + k) % p }
 
 // bcast: binomial tree rooted at root.
 func buildBcast[T any](s *sched, buf []T, root int) {

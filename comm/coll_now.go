@@ -35,7 +35,8 @@ func barrierNow(x *collCtx) error {
 	s := newSched(x)
 	p, r, w := x.size(), x.rank, x.ep.Waiter()
 	for k := 1; k < p; k <<= 1 {
-		if !s.exchange(w, (r-k+p)%p, nil, (r+k)%p, nil) {
+		from, to := disseminate(p, r, k)
+		if !s.exchange(w, from, nil, to, nil) {
 			break
 		}
 	}
