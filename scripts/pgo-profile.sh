@@ -42,6 +42,10 @@ run mbw_mr "${two[@]}" mbw_mr -m 8:8 -i 200000
 run latency_mt "${two[@]}" latency_mt -t 4 -m 8:8 -i 1000000
 run allreduce "${two[@]}" allreduce -n 8 -m 8:65536 -i 20000
 run barrier "${two[@]}" barrier -n 8 -i 500000
+# One rank a process: the small blocking collectives run from the caller
+# (comm/coll_now.go).
+run allreduce-direct "${two[@]}" allreduce -m 4:64 -i 200000
+run barrier-direct "${two[@]}" barrier -i 1000000
 run inprocess "$osu" latency -m 8:8 -i 3000000
 
 if command -v mpiexec.mpich >/dev/null 2>&1 && pkg-config --exists mpich 2>/dev/null; then
