@@ -128,7 +128,7 @@ if [ "$TCP" = 1 ]; then
 fi
 
 # --- what to run ---------------------------------------------------------------
-BENCHES=(latency bw bibw mbw_mr latency_mt allreduce barrier)
+BENCHES=(latency bw bibw mbw_mr latency_mt allreduce bcast reduce barrier)
 if [ "$TCP" = 1 ]; then
 	BENCHES=(latency bw)
 fi

@@ -62,6 +62,8 @@ Benchmarks (OSU micro-benchmarks' method, OSU's table format):
   latency_mt  -t callers per rank, caller k of rank 0 with caller k of
               rank 1 on tag k, iterations shared among them
   allreduce   MPI_FLOAT sum, every rank timed (from 4 B to 1 MiB)
+  bcast       MPI_CHAR broadcast from rank 0, every rank timed (from 1 B)
+  reduce      MPI_FLOAT sum to rank 0, every rank timed (from 4 B)
   barrier     barrier latency
 
 Modes: launched as several processes (world size > 1), each process is a
@@ -94,8 +96,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		window     = fs.Int("W", 0, "messages per window of bw, bibw, mbw_mr (0: 64)")
 		threads    = fs.Int("t", 0, "latency_mt: callers (fibers) per rank (0: 2)")
 		pairs      = fs.Int("p", 0, "mbw_mr: pairs (0: processes/2 in process mode, 1 in-process)")
-		ranks      = fs.Int("n", 0, "allreduce, barrier: ranks (in process, 0: 2; launched as P processes, a multiple of P: n/P endpoints per process)")
-		full       = fs.Bool("f", false, "allreduce, barrier: also minimum and maximum latency and iterations")
+		ranks      = fs.Int("n", 0, "collectives: ranks (in process, 0: 2; launched as P processes, a multiple of P: n/P endpoints per process)")
+		full       = fs.Bool("f", false, "collectives: also minimum and maximum latency and iterations")
 		progress   = fs.String("progress", "idle", "who polls the transport: `idle|server|caller`")
 		eager      = fs.Int("eager", 0, "eager limit in `bytes` (0: the default, 8 KiB; -1: every message by rendezvous)")
 		workers    = fs.Int("workers", 0, "fiber workers (0: GOMAXPROCS-1, at least 1)")

@@ -20,6 +20,10 @@ func (cl *caller) run(cfg Config, pairs int) error {
 		return cl.latencyMT(cfg)
 	case Allreduce:
 		return cl.allreduce(cfg)
+	case Bcast:
+		return cl.bcast(cfg)
+	case Reduce:
+		return cl.reduce(cfg)
 	case Barrier:
 		return cl.barrier(cfg)
 	}
@@ -228,6 +232,20 @@ func (cl *caller) collective(iters, warm int, op func() error) (avg, lo, hi floa
 
 // allreduce: MPI_FLOAT and MPI_SUM, size/4 elements.
 func (cl *caller) allreduce(cfg Config) error {
+	return floats(cl, cfg, func(f32 *comm.Comm[float32], send, recv []float32) error {
+		return f32.Allreduce(send, recv, comm.Sum[float32]())
+	})
+}
+
+// reduce: MPI_FLOAT and MPI_SUM to rank 0, size/4 elements.
+func (cl *caller) reduce(cfg Config) error {
+	return floats(cl, cfg, func(f32 *comm.Comm[float32], send, recv []float32) error {
+		return f32.Reduce(send, recv, comm.Sum[float32](), 0)
+	})
+}
+
+// floats runs a reduction op over size/4 floats at every size.
+func floats(cl *caller, cfg Config, op func(f32 *comm.Comm[float32], send, recv []float32) error) error {
 	f32, err := comm.As[float32](cl.c)
 	if err != nil {
 		return err
@@ -237,12 +255,22 @@ func (cl *caller) allreduce(cfg Config) error {
 	for i := range send {
 		send[i] = 1
 	}
-	sum := comm.Sum[float32]()
+	return cl.sized(cfg, func(size int) error {
+		count := size / 4
+		return op(f32, send[:count], recv[:count])
+	})
+}
+
+// bcast: MPI_CHAR from rank 0, size bytes.
+func (cl *caller) bcast(cfg Config) error {
+	return cl.sized(cfg, func(size int) error { return cl.c.Bcast(cl.sbuf[:size], 0) })
+}
+
+// sized times op at every size of cfg and prints a row for each.
+func (cl *caller) sized(cfg Config, op func(size int) error) error {
 	for _, size := range cfg.Sizes() {
 		iters, warm := cfg.Counts(size)
-		count := size / 4
-		op := func() error { return f32.Allreduce(send[:count], recv[:count], sum) }
-		avg, lo, hi, err := cl.collective(iters, warm, op)
+		avg, lo, hi, err := cl.collective(iters, warm, func() error { return op(size) })
 		if err != nil {
 			return err
 		}

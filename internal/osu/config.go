@@ -21,11 +21,13 @@ const (
 	MbwMr     Bench = "mbw_mr"
 	LatencyMT Bench = "latency_mt"
 	Allreduce Bench = "allreduce"
+	Bcast     Bench = "bcast"
+	Reduce    Bench = "reduce"
 	Barrier   Bench = "barrier"
 )
 
 // Benches lists every benchmark, in the order fmpi-osu documents them.
-var Benches = []Bench{Latency, BW, BiBW, MbwMr, LatencyMT, Allreduce, Barrier}
+var Benches = []Bench{Latency, BW, BiBW, MbwMr, LatencyMT, Allreduce, Bcast, Reduce, Barrier}
 
 // OMB's constants.
 const (
@@ -63,7 +65,7 @@ func (b Bench) class() class {
 	switch b {
 	case BW, BiBW, MbwMr:
 		return classBW
-	case Allreduce, Barrier:
+	case Allreduce, Bcast, Reduce, Barrier:
 		return classColl
 	}
 	return classLat
@@ -80,13 +82,13 @@ func (b Bench) Valid() bool {
 }
 
 // minSize is the benchmark's smallest size: 0 B for the latencies, 1 B
-// for the bandwidths (a rate of empty messages divides by zero), 4 B (one
-// float) for allreduce.
+// for the bandwidths (a rate of empty messages divides by zero) and bcast
+// (bytes), 4 B (one float) for allreduce and reduce.
 func (b Bench) minSize() int {
-	switch b.class() {
-	case classBW:
+	switch {
+	case b.class() == classBW || b == Bcast:
 		return 1
-	case classColl:
+	case b.class() == classColl:
 		return 4
 	}
 	return 0
@@ -117,7 +119,7 @@ type Config struct {
 	// Pairs is mbw_mr's number of sender/receiver pairs (-p); zero means
 	// half the ranks.
 	Pairs int
-	// Ranks is the number of ranks of allreduce or barrier (-n): in
+	// Ranks is the number of ranks of the collectives (-n): in
 	// process, zero means 2; in process mode, zero means one per process,
 	// and a multiple of the processes makes Ranks/processes endpoints in
 	// each. Point-to-point benchmarks use 2 ranks (mbw_mr 2·Pairs) and, in
@@ -257,10 +259,9 @@ func (c Config) inProcessRanks() int {
 	switch c.Bench {
 	case MbwMr:
 		return 2 * max(c.Pairs, 1)
-	case Allreduce, Barrier:
-		if c.Ranks > 0 {
-			return c.Ranks
-		}
+	}
+	if c.Bench.class() == classColl && c.Ranks > 0 {
+		return c.Ranks
 	}
 	return 2
 }

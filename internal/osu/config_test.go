@@ -28,6 +28,8 @@ func TestSizes(t *testing.T) {
 		{Config{Bench: Allreduce}, pow(4, 1<<20)},
 		{Config{Bench: Allreduce, MinSize: 1, MaxSize: 10}, []int{4, 8}},
 		{Config{Bench: Allreduce, MinSize: 8, MaxSize: 1 << 22}, pow(8, 1<<22)},
+		{Config{Bench: Bcast}, pow(1, 1<<20)},
+		{Config{Bench: Reduce, MinSize: 1, MaxSize: 10}, []int{4, 8}},
 		{Config{Bench: Barrier}, nil},
 	}
 	for _, c := range cases {

@@ -7,8 +7,8 @@
 // # Method
 //
 // Each benchmark runs its message sizes in turn, doubling from the smallest
-// (0 B for the latencies, 1 B for the bandwidths, 4 B — one float — for
-// allreduce) to the largest (4 MiB point-to-point, 1 MiB collectives, as
+// (0 B for the latencies, 1 B for the bandwidths and bcast, 4 B — one
+// float — for allreduce and reduce) to the largest (4 MiB point-to-point, 1 MiB collectives, as
 // OMB). For every size it first runs warm-up iterations that are not timed,
 // then the timed iterations; sizes above 8 KiB use OMB's smaller counts.
 //
@@ -26,16 +26,18 @@
 //     ThreadMultiple; caller k of rank 0 ping-pongs with caller k of rank 1
 //     on tag k, the iterations split among the F pairs (OMB 5.6's method); the
 //     latency is rank 0's wall time over twice the round trips of one caller.
-//   - allreduce, barrier: every rank times each call on its own, with a
-//     barrier after each; the average (and, with Full, the minimum and
-//     maximum) over ranks of the per-rank mean is printed.
+//   - allreduce, bcast, reduce, barrier: every rank times each call on its
+//     own, with a barrier after each; the average (and, with Full, the
+//     minimum and maximum) over ranks of the per-rank mean is printed.
+//     allreduce and reduce sum floats (reduce to rank 0), bcast sends bytes
+//     from rank 0.
 //
 // # Modes
 //
 // Run works in both modes of a fibermpi program. When the process was
 // launched as one of several (endpoint.Init's world has more than one
-// endpoint), each process is a rank, as with mpiexec — or, for allreduce
-// and barrier with Ranks a multiple of the processes, each process runs
+// endpoint), each process is a rank, as with mpiexec — or, for the
+// collectives with Ranks a multiple of the processes, each process runs
 // Ranks/processes endpoints (fmpirun -n 2 fmpi-osu allreduce -n 8: 2
 // processes × 4 endpoints, their collectives in two levels). Otherwise the ranks
 // are endpoints of this one process (CreateEndpoints), each run by a fiber

@@ -42,6 +42,10 @@ func (b Bench) Title() string {
 		return "OSU MPI Multi-threaded Latency Test"
 	case Allreduce:
 		return "OSU MPI Allreduce Latency Test"
+	case Bcast:
+		return "OSU MPI Broadcast Latency Test"
+	case Reduce:
+		return "OSU MPI Reduce Latency Test"
 	case Barrier:
 		return "OSU MPI Barrier Latency Test"
 	}
@@ -71,10 +75,9 @@ func (p *printer) header(note string, pairs, window, threads int) {
 	if note != "" {
 		title += " " + note
 	}
-	switch p.bench {
-	case Allreduce, Barrier:
+	if p.bench.class() == classColl {
 		p.printf("\n%s\n", title) // OMB's collectives start with an empty line
-	default:
+	} else {
 		p.printf("%s\n", title)
 	}
 	switch p.bench {
@@ -88,7 +91,7 @@ func (p *printer) header(note string, pairs, window, threads int) {
 	case LatencyMT:
 		p.printf("# Number of Sender threads: %d\n# Number of Receiver threads: %d\n", threads, threads)
 		p.printf("%-*s%*s\n", sizeWidth, sizeColumn, fieldWidth, latencyColumn)
-	case Allreduce, Barrier:
+	case Allreduce, Bcast, Reduce, Barrier:
 		if p.bench == Barrier {
 			p.printf("%s", noSizeAvgLabel)
 		} else {

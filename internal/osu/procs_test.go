@@ -56,6 +56,8 @@ func TestRunProcesses(t *testing.T) {
 		{3, Config{Bench: MbwMr, Pairs: 1}},
 		{2, Config{Bench: LatencyMT, Threads: 3}},
 		{3, Config{Bench: Allreduce, Full: true}},
+		{3, Config{Bench: Bcast}},
+		{2, Config{Bench: Reduce, Full: true}},
 		{2, Config{Bench: Barrier}},
 	}
 	for ci, c := range cases {

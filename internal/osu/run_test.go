@@ -55,7 +55,7 @@ func rowPattern(cfg Config) *regexp.Regexp {
 	if cfg.Bench == MbwMr {
 		s += val
 	}
-	if cfg.Full && (cfg.Bench == Allreduce || cfg.Bench == Barrier) {
+	if cfg.Full && cfg.Bench.class() == classColl {
 		s += val + val + `[ \d]{12}`
 	}
 	return regexp.MustCompile(s + `$`)
@@ -77,7 +77,7 @@ func checkOutput(t *testing.T, cfg Config, out string) {
 	}
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	switch cfg.Bench {
-	case Allreduce, Barrier:
+	case Allreduce, Bcast, Reduce, Barrier:
 		if lines[0] != "" {
 			t.Errorf("a collective's output starts with an empty line, got %q", lines[0])
 		}
@@ -105,6 +105,8 @@ func checkOutput(t *testing.T, cfg Config, out string) {
 		BiBW:      "# Size        Bandwidth (MB/s)",
 		MbwMr:     "# Size                    MB/s          Messages/s",
 		Allreduce: "# Size         Avg Latency(us)",
+		Bcast:     "# Size         Avg Latency(us)",
+		Reduce:    "# Size         Avg Latency(us)",
 		Barrier:   "# Avg Latency(us)",
 	}[cfg.Bench]
 	if cfg.Full {
@@ -162,6 +164,10 @@ func TestRunEveryBenchmark(t *testing.T) {
 		{Bench: LatencyMT, Threads: 5},
 		{Bench: Allreduce},
 		{Bench: Allreduce, Ranks: 3, Full: true},
+		{Bench: Bcast},
+		{Bench: Bcast, Ranks: 5, Full: true},
+		{Bench: Reduce},
+		{Bench: Reduce, Ranks: 3, Full: true},
 		{Bench: Barrier},
 		{Bench: Barrier, Ranks: 4, Full: true},
 	}
