@@ -136,8 +136,11 @@ func (c *Comm[T]) Barrier() error {
 func (c *Comm[T]) Ibarrier() (*CollRequest, error) { return c.barrier(true) }
 
 func (c *Comm[T]) barrier(nb bool) (*CollRequest, error) {
-	if x := c.now(nb); x != nil {
-		return nil, barrierNow(x)
+	if x, err := c.now(nb, noCheck); x != nil {
+		if err == nil {
+			err = barrierNow(x)
+		}
+		return nil, err
 	}
 	if q, ok, err := c.viaShm("Barrier", nb, noCheck, &shmColl[T]{kind: kBarrier}); ok {
 		return q, err
@@ -161,6 +164,12 @@ func (c *Comm[T]) Ibcast(buf []T, root int) (*CollRequest, error) { return c.bca
 
 func (c *Comm[T]) bcast(nb bool, buf []T, root int) (*CollRequest, error) {
 	check := func() error { return checkRoot(root, c.Size()) }
+	if x, err := c.now(nb, check); x != nil {
+		if err == nil {
+			err = c.bcastNow(x, buf, root)
+		}
+		return nil, err
+	}
 	if q, ok, err := c.viaShm("Bcast", nb, check, &shmColl[T]{kind: kBcast, send: buf, recv: buf, root: root}); ok {
 		return q, err
 	}
@@ -201,6 +210,12 @@ func (c *Comm[T]) reduce(nb bool, send, recv []T, op Op[T], root int) (*CollRequ
 		}
 		return nil
 	}
+	if x, err := c.now(nb, check); x != nil {
+		if err == nil {
+			err = c.reduceNow(x, send, recv, op, root)
+		}
+		return nil, err
+	}
 	if q, ok, err := c.viaShm("Reduce", nb, check, &shmColl[T]{kind: kReduce, send: send, recv: recv, op: op, root: root}); ok {
 		return q, err
 	}
@@ -228,12 +243,11 @@ func (c *Comm[T]) Iallreduce(send, recv []T, op Op[T]) (*CollRequest, error) {
 
 func (c *Comm[T]) allreduce(nb bool, send, recv []T, op Op[T]) (*CollRequest, error) {
 	check := func() error { return checkReduceArgs(send, recv, op, "Allreduce") }
-	if x := c.now(nb); x != nil && !ringAllreduce(c.Size(), send, op) {
-		if err := check(); err != nil {
-			c.ep.Abort(err) // as launch does
-			return nil, err
+	if x, err := c.now(nb || ringAllreduce(c.Size(), send, op), check); x != nil {
+		if err == nil {
+			err = c.allreduceNow(x, send, recv, op)
 		}
-		return nil, c.allreduceNow(x, send, recv, op)
+		return nil, err
 	}
 	if q, ok, err := c.viaShm("Allreduce", nb, check, &shmColl[T]{kind: kAllreduce, send: send, recv: recv, op: op}); ok {
 		return q, err

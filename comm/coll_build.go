@@ -52,12 +52,9 @@ func disseminate(p, r, k int) (from, to int) { return (r - k + p) % p, (r + k) %
 func buildBcast[T any](s *sched, buf []T, root int) {
 	p, r := s.x.size(), s.x.rank
 	rel := (r - root + p) % p
-	mask := 1
-	for ; mask < p; mask <<= 1 {
-		if rel&mask != 0 {
-			s.add(s.one((rel-mask+root)%p, b(buf)), nil, nil)
-			break
-		}
+	mask := bcastParent(p, rel)
+	if mask < p {
+		s.add(s.one((rel-mask+root)%p, b(buf)), nil, nil)
 	}
 	var sends []xfer
 	for mask >>= 1; mask > 0; mask >>= 1 {
@@ -68,6 +65,43 @@ func buildBcast[T any](s *sched, buf []T, root int) {
 	if len(sends) > 0 {
 		s.add(nil, sends, nil)
 	}
+}
+
+// bcastParent returns the place of rank rel (counted from the root) in the
+// binomial broadcast tree over p ranks: the lowest set bit of rel, rel's
+// parent being rel minus it, or for the root the first power of two not
+// below p. rel's children are rel+m for every power of two m below it with
+// rel+m < p, the farthest first.
+func bcastParent(p, rel int) int {
+	mask := 1
+	for mask < p && rel&mask == 0 {
+		mask <<= 1
+	}
+	return mask
+}
+
+// redTree walks one rank's part in the binomial reduction tree over p
+// ranks, rel counted from the tree's top: for each power of two from 1
+// up, rel receives the partial result of rel+mask (a run of higher ranks,
+// if it exists) while that bit of rel is clear, and at its lowest set bit
+// sends its own to rel-mask and is done.
+type redTree struct{ p, rel, mask int }
+
+// next returns rel's next step: the peer (counted from the top) and
+// whether rel sends to it; ok is false when rel is done.
+func (t *redTree) next() (peer int, send, ok bool) {
+	for ; t.mask < t.p; t.mask <<= 1 {
+		m := t.mask
+		if t.rel&m != 0 {
+			t.mask = t.p
+			return t.rel &^ m, true, true
+		}
+		if t.rel|m < t.p {
+			t.mask <<= 1
+			return t.rel | m, false, true
+		}
+	}
+	return 0, false, false
 }
 
 // reduce: binomial tree. A commutative op uses a tree rooted at root; a
@@ -83,18 +117,16 @@ func buildReduce[T any](s *sched, send, recv []T, op Op[T], root int) {
 	if !op.commutative {
 		top = 0
 	}
-	rel := (r - top + p) % p
 	tmp := scratch[T](s, n)
-	for mask := 1; mask < p; mask <<= 1 {
-		if rel&mask != 0 {
-			s.add(nil, s.one((rel&^mask+top)%p, b(acc)), nil)
+	for t := (redTree{p: p, rel: (r - top + p) % p, mask: 1}); ; {
+		peer, up, ok := t.next()
+		if !ok {
 			break
 		}
-		if src := rel | mask; src < p {
-			s.add(s.one((src+top)%p, b(tmp)), nil, func() {
-				op.fn(acc, tmp) // acc holds lower ranks than tmp
-				copy(acc, tmp)
-			})
+		if up {
+			s.add(nil, s.one((peer+top)%p, b(acc)), nil)
+		} else {
+			s.add(s.one((peer+top)%p, b(tmp)), nil, func() { reduceInto(op, acc, tmp) })
 		}
 	}
 	switch {
@@ -105,6 +137,12 @@ func buildReduce[T any](s *sched, send, recv []T, op Op[T], root int) {
 	case r == root:
 		s.add(s.one(top, b(recv)), nil, nil)
 	}
+}
+
+// reduceInto folds tmp, the partial result of higher ranks, into acc.
+func reduceInto[T any](op Op[T], acc, tmp []T) {
+	op.fn(acc, tmp) // acc holds lower ranks than tmp
+	copy(acc, tmp)
 }
 
 // allreduce: recursive doubling, with the ranks beyond the largest power

@@ -5,29 +5,38 @@ package comm
 // A collective by messages is built as a schedule (sched.go): a list of
 // rounds with closures for the local work, run by the caller's engine so
 // that its other pending collectives move meanwhile. For the collectives
-// whose time is their latency — a Barrier, an Allreduce of a few elements —
-// building and running that list cost more than the messages between two
-// processes on one node (Allreduce of 8 B: 1.6 µs, where the same exchange
-// of Isend, Irecv and WaitAll took 0.65; BENCHMARKS.md, issue 12, session
-// 17). So a blocking one that needs no engine runs its rounds directly: it
-// sends what its schedule would send, to the same peers with the same tag
-// and sizes, so ranks that run it directly and ranks that build the
-// schedule (because they have other collectives pending) meet each other.
-// It keeps the schedule's storage (its requests and scratch vector, kept
-// by the communicator between collectives) and allocates nothing.
+// whose time is their latency — a Barrier; an Allreduce, Bcast or Reduce
+// of a few elements — building and running that list cost more than the
+// messages between two processes on one node (Allreduce of 8 B: 1.6 µs,
+// where the same exchange of Isend, Irecv and WaitAll took 0.65;
+// BENCHMARKS.md, issue 12, session 17). So a blocking one that needs no
+// engine runs its rounds directly: it sends what its schedule would send,
+// to the same peers with the same tag and sizes, so ranks that run it
+// directly and ranks that build the schedule (because they have other
+// collectives pending) meet each other. It keeps the schedule's storage
+// (its requests and scratch vectors, kept by the communicator between
+// collectives) and allocates nothing. A Bcast or Reduce runs its tree
+// directly at any size (its schedule is the same tree at every size); an
+// Allreduce only below the size at which the schedule takes the ring.
 
-// now returns the collective context of c for a blocking collective (nb
-// false) run directly, or nil when it must go another way: through memory
-// or in two levels (area, topology: a process's fiber ranks meet there), a
-// nonblocking one, a freed communicator (launch reports it), a traced
+// now returns the collective context of c for a blocking collective run
+// directly, or nil when it must go another way: skip (a nonblocking one,
+// or an algorithm not run directly), through memory or in two levels
+// (area, topology: a process's fiber ranks meet there), a freed communicator (launch reports it), a traced
 // endpoint (launch traces the schedule), or other collectives of the
-// caller pending (they move only through the engine).
-func (c *Comm[T]) now(nb bool) *collCtx {
+// caller pending (they move only through the engine). With a context it
+// checks the collective's arguments: a bad one ends the job, as launch
+// does, and is returned.
+func (c *Comm[T]) now(skip bool, check func() error) (*collCtx, error) {
 	st := c.st()
-	if nb || st.freed || len(st.coll.eng.active) > 0 || c.ep.Tracer() != nil || c.area() != nil || c.topology() != nil {
-		return nil
+	if skip || st.freed || len(st.coll.eng.active) > 0 || c.ep.Tracer() != nil || c.area() != nil || c.topology() != nil {
+		return nil, nil
 	}
-	return &st.coll
+	if err := check(); err != nil {
+		c.ep.Abort(err)
+		return &st.coll, err
+	}
+	return &st.coll, nil
 }
 
 // barrierNow runs buildBarrier's dissemination rounds directly.
@@ -57,6 +66,63 @@ func (c *Comm[T]) allreduceNow(x *collCtx, send, recv []T, op Op[T]) error {
 			break
 		}
 		fold(st.fold, op, tmp, acc)
+	}
+	return s.end()
+}
+
+// bcastNow runs buildBcast's binomial tree directly: the receive from the
+// parent, then the sends to the children at once.
+func (c *Comm[T]) bcastNow(x *collCtx, buf []T, root int) error {
+	s := newSched(x)
+	p, w, data := x.size(), x.ep.Waiter(), c.bytes(buf)
+	rel := (x.rank - root + p) % p
+	mask := bcastParent(p, rel)
+	if mask < p && !s.exchange(w, (rel-mask+root)%p, data, -1, nil) {
+		return s.end()
+	}
+	s.begin()
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if rel+mask < p {
+			s.xfers = append(s.xfers, xfer{peer: (rel + mask + root) % p, buf: data})
+		}
+	}
+	if len(s.xfers) > 0 {
+		s.runRound(w, round{send: s.xfers})
+	}
+	return s.end()
+}
+
+// reduceNow runs buildReduce's binomial tree directly; the caller has
+// checked the arguments.
+func (c *Comm[T]) reduceNow(x *collCtx, send, recv []T, op Op[T], root int) error {
+	s := newSched(x)
+	p, r, w := x.size(), x.rank, x.ep.Waiter()
+	acc, tmp := scratch[T](s, len(send)), scratch[T](s, len(send))
+	copy(acc, send)
+	top := root
+	if !op.commutative {
+		top = 0
+	}
+	for t := (redTree{p: p, rel: (r - top + p) % p, mask: 1}); ; {
+		peer, up, ok := t.next()
+		switch {
+		case !ok:
+		case up:
+			s.exchange(w, -1, nil, (peer+top)%p, c.bytes(acc))
+		case s.exchange(w, (peer+top)%p, c.bytes(tmp), -1, nil):
+			reduceInto(op, acc, tmp)
+			continue
+		}
+		break
+	}
+	switch {
+	case s.err != nil:
+	case top == root && r == root:
+		copy(recv, acc)
+	case r == top:
+		s.exchange(w, -1, nil, root, c.bytes(acc))
+	case r == root:
+		s.exchange(w, top, c.bytes(recv), -1, nil)
 	}
 	return s.end()
 }

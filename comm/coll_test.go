@@ -519,13 +519,62 @@ func TestNonblockingOverlap(t *testing.T) {
 	})
 }
 
-// TestBlockingMeetsScheduled: a blocking Barrier or Allreduce by messages
-// runs on the caller's stack when the caller has no other collective
-// pending (coll_now.go), and as a schedule through its engine when it has
-// one. Both send the same messages, so ranks that go different ways meet:
-// here the even ranks keep an Ibarrier pending across an Allreduce (by a
-// non-commutative op, so that an operand out of rank order shows) and a
-// Barrier, while the odd ranks finish theirs first.
+// reduceAndBcast checks a Reduce of in to root with a non-commutative op
+// (a tree rooted at 0, then a message to root), the same as a commutative
+// one (of the A fields, through an int64 view: a tree rooted at root), and
+// a Bcast of root's result.
+func reduceAndBcast(c *Comm[affine], in [][]affine, root int) error {
+	r, n := c.Rank(), len(in[0])
+	var got []affine
+	if r == root {
+		got = make([]affine, n)
+	}
+	if err := c.Reduce(in[r], got, compose, root); err != nil {
+		return err
+	}
+	want := refFold(compose, in)
+	if r == root {
+		if err := diff("Reduce", got, want); err != nil {
+			return err
+		}
+	}
+	ints, err := As[int64](c)
+	if err != nil {
+		return err
+	}
+	mine, sums, wantSums := make([]int64, n), make([]int64, n), make([]int64, n)
+	for i := range n {
+		mine[i] = in[r][i].A
+		for _, v := range in {
+			wantSums[i] += v[i].A
+		}
+	}
+	if err := ints.Reduce(mine, sums, Sum[int64](), root); err != nil {
+		return err
+	}
+	if r == root {
+		if err := diff("Reduce Sum", sums, wantSums); err != nil {
+			return err
+		}
+	}
+	buf := make([]affine, n)
+	if r == root {
+		copy(buf, got)
+	}
+	if err := c.Bcast(buf, root); err != nil {
+		return err
+	}
+	return diff("Bcast", buf, want)
+}
+
+// TestBlockingMeetsScheduled: a blocking Barrier, Allreduce, Reduce or
+// Bcast by messages runs on the caller's stack when the caller has no
+// other collective pending (coll_now.go), and as a schedule through its
+// engine when it has one. Both send the same messages, so ranks that go
+// different ways meet: here the even ranks keep an Ibarrier pending across
+// an Allreduce and Reduces (by a non-commutative op, so that an operand out
+// of rank order shows), Bcasts and Barriers, while the odd ranks finish
+// theirs first.
 func TestBlockingMeetsScheduled(t *testing.T) {
 	forEachSize(t, func(c *Comm[affine]) error {
 		p, r := c.Size(), c.Rank()
@@ -549,6 +598,11 @@ func TestBlockingMeetsScheduled(t *testing.T) {
 			}
 			if err := c.Barrier(); err != nil {
 				return err
+			}
+			for _, root := range []int{0, p - 1, p / 2} {
+				if err := reduceAndBcast(c, in, root); err != nil {
+					return fmt.Errorf("n=%d root %d: %w", n, root, err)
+				}
 			}
 		}
 		if r%2 == 0 {

@@ -653,6 +653,8 @@ func TestBlockingByMessagesAllocatesNothing(t *testing.T) {
 	}{
 		{"Barrier", func(c *Comm[float64], _ []float64) error { return c.Barrier() }},
 		{"Allreduce", func(c *Comm[float64], recv []float64) error { return c.Allreduce(send, recv, sum) }},
+		{"Bcast", func(c *Comm[float64], recv []float64) error { return c.Bcast(recv, 1) }},
+		{"Reduce", func(c *Comm[float64], recv []float64) error { return c.Reduce(send, recv, sum, 0) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eps := allocRanks(t)

@@ -107,10 +107,10 @@
 //     other collectives, and a non-commutative reduction whose processes'
 //     ranks are not consecutive, run as message schedules.
 //   - One rank per process: message schedules (point-to-point messages
-//     on the communicator's collective context). A blocking Barrier, and a
-//     blocking Allreduce below the ring's size, run their rounds straight
-//     from the caller when it has no other collective pending: the same
-//     messages, without building the schedule.
+//     on the communicator's collective context). A blocking Barrier, Bcast
+//     or Reduce, and a blocking Allreduce below the ring's size, run their
+//     rounds straight from the caller when it has no other collective
+//     pending: the same messages, without building the schedule.
 //
 // A rank waiting for the others yields its fiber (or parks its goroutine):
 // nobody spins, so ranks on one worker hand it to each other, and the ranks

@@ -42,9 +42,9 @@ func TestJobCollectives(t *testing.T) {
 						}
 					}
 				}
-				// A blocking Allreduce run straight from the caller meets
-				// one run as a schedule (coll_now.go): the odd ranks keep
-				// an Ibarrier pending across it.
+				// A blocking Allreduce, Reduce or Bcast run straight from
+				// the caller meets one run as a schedule (coll_now.go): the
+				// odd ranks keep an Ibarrier pending across them.
 				q, err := c.Ibarrier()
 				if err != nil {
 					return err
@@ -60,6 +60,19 @@ func TestJobCollectives(t *testing.T) {
 				}
 				if sum[0] != n*(n-1)/2 {
 					return fmt.Errorf("Allreduce beside an Ibarrier: %d", sum[0])
+				}
+				if err := c.Reduce([]int64{me}, sum, comm.Sum[int64](), 1); err != nil {
+					return err
+				}
+				if me == 1 && sum[0] != n*(n-1)/2 {
+					return fmt.Errorf("Reduce beside an Ibarrier: %d", sum[0])
+				}
+				sum[0] = me
+				if err := c.Bcast(sum, 2); err != nil {
+					return err
+				}
+				if sum[0] != 2 {
+					return fmt.Errorf("Bcast beside an Ibarrier: %d", sum[0])
 				}
 				if me%2 == 1 {
 					if err := q.Wait(); err != nil {

@@ -348,8 +348,7 @@ func (s *sched) check() {
 // if send < 0), as post does, waits for both with w and checks them. It
 // reports false when the round failed (s.err says why).
 func (s *sched) exchange(w *fiber.Waiter, recv int, rbuf []byte, send int, sbuf []byte) bool {
-	zero(s.xfers) // release clears only what is left in them
-	s.xfers = s.xfers[:0]
+	s.begin()
 	var r round
 	if recv >= 0 {
 		r.recv = s.one(recv, rbuf)
@@ -357,6 +356,19 @@ func (s *sched) exchange(w *fiber.Waiter, recv int, rbuf []byte, send int, sbuf 
 	if send >= 0 {
 		r.send = s.one(send, sbuf)
 	}
+	return s.runRound(w, r)
+}
+
+// begin empties the transfers of the last round run directly, for the
+// next (release clears only what is left in them).
+func (s *sched) begin() {
+	zero(s.xfers)
+	s.xfers = s.xfers[:0]
+}
+
+// runRound posts r, whose transfers are in s.xfers, waits for it with w
+// and checks it, as exchange does.
+func (s *sched) runRound(w *fiber.Waiter, r round) bool {
 	s.rounds = append(s.rounds[:0], r)
 	s.cur = 0
 	s.post()
