@@ -115,7 +115,9 @@ type stuckWatch struct {
 // whose worker stayed inside it for longer than after while the fiber was
 // blocked in Go (a channel, select, a mutex, time.Sleep, a system call):
 // each such fiber once. A fiber that runs (computes) that long without
-// yielding is not reported. A nil report prints to standard error.
+// yielding is not reported, nor is one inside a call into C through cgo
+// (which tracebacks show as a system call). A nil report prints to
+// standard error.
 //
 // The monitor wakes every after/4; a worker pays one load at each pass of
 // its loop and each fiber it resumes. On a suspect it takes a traceback of
@@ -227,7 +229,7 @@ func findStuck(worker uint64) (StuckFiber, bool) {
 	creator := []byte(" in goroutine " + strconv.FormatUint(worker, 10) + "\n")
 	for _, g := range bytes.Split(allStacks(), []byte("\n\n")) {
 		id, state, ok := parseHeader(g)
-		if !ok || !blockedState(state) {
+		if !ok || !blockedState(state) || inC(state, g) {
 			continue
 		}
 		i := bytes.LastIndex(g, []byte("\ncreated by "))
@@ -260,6 +262,20 @@ func parseHeader(g []byte) (uint64, string, bool) {
 	}
 	state, _, _ := strings.Cut(strings.TrimSuffix(string(rest), "]:"), ",")
 	return id, state, true
+}
+
+// inC reports whether traceback g, in state state, is a call into C through
+// cgo: Go shows it as a system call, but its innermost frame is a cgo stub
+// (a pkg._Cfunc_name, or runtime.cgocall below it). C code runs as a
+// computing fiber does (a transport polling a C library, for one); the
+// monitor cannot tell whether it waits, and does not report it.
+func inC(state string, g []byte) bool {
+	if !strings.HasPrefix(state, "syscall") {
+		return false
+	}
+	_, rest, _ := bytes.Cut(g, []byte("\n"))
+	frame, _, _ := bytes.Cut(rest, []byte("\n"))
+	return bytes.Contains(frame, []byte("._Cfunc_")) || bytes.HasPrefix(frame, []byte("runtime.cgocall("))
 }
 
 // blockedState reports whether a traceback state is a wait in ordinary Go

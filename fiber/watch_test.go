@@ -123,6 +123,31 @@ func TestComputingFiberNotReported(t *testing.T) {
 	}
 }
 
+// TestInC: a traceback in a cgo call (as a transport's poll of MPI shows
+// it) is C code running, not a wait; a system call is a wait.
+func TestInC(t *testing.T) {
+	for _, tc := range []struct {
+		state, stack string
+		want         bool
+	}{
+		{"syscall, locked to thread", "goroutine 6 [syscall, locked to thread]:\n" +
+			"github.com/fibermpi/fibermpi/internal/mpi._Cfunc_fmpi_poll(0x7f4030008260, 0x7f40300082a0, 0xc, 0x20, 0x0)\n" +
+			"\t_cgo_gotypes.go:375 +0x5d\n" +
+			"github.com/fibermpi/fibermpi/internal/mpi.(*Ring).Poll(0x149f41c22648, 0x149f41c4c4b8?, 0x0?, 0x0?)\n", true},
+		{"syscall", "goroutine 9 [syscall]:\n" +
+			"runtime.cgocall(0x4a1b20, 0xc000057e48)\n\t/usr/local/go/src/runtime/cgocall.go:167 +0x4b\n" +
+			"main._Cfunc_sleep(0x3c)\n", true},
+		{"syscall", "goroutine 7 [syscall]:\n" +
+			"syscall.Syscall(0x0, 0x3, 0xc000012345, 0x1)\n\t/usr/local/go/src/syscall/syscall_linux.go:73 +0x25\n" +
+			"syscall.read(...)\n", false},
+		{"chan receive", "goroutine 8 [chan receive]:\nmain._Cfunc_x()\n", false},
+	} {
+		if got := inC(tc.state, []byte(tc.stack)); got != tc.want {
+			t.Errorf("inC(%q, %q) = %v, want %v", tc.state, tc.stack, got, tc.want)
+		}
+	}
+}
+
 // TestSleepYields: fiber.Sleep lets the worker's other fibers run (with
 // time.Sleep they could not: one worker).
 func TestSleepYields(t *testing.T) {
