@@ -111,13 +111,12 @@ func (t *redTree) next() (peer int, send, ok bool) {
 func buildReduce[T any](s *sched, send, recv []T, op Op[T], root int) {
 	p, r := s.x.size(), s.x.rank
 	n := len(send)
-	acc := scratch[T](s, n)
+	acc, tmp := scratchFilled[T](s, n), scratchFilled[T](s, n)
 	copy(acc, send)
 	top := root
 	if !op.commutative {
 		top = 0
 	}
-	tmp := scratch[T](s, n)
 	for t := (redTree{p: p, rel: (r - top + p) % p, mask: 1}); ; {
 		peer, up, ok := t.next()
 		if !ok {
@@ -174,7 +173,7 @@ func ringAllreduce[T any](p int, send []T, op Op[T]) bool {
 }
 
 func buildRecDoubling[T any](s *sched, acc []T, op Op[T]) {
-	tmp := scratch[T](s, len(acc))
+	tmp := scratchFilled[T](s, len(acc))
 	for pl := newRDPlan(s.x.size(), s.x.rank); ; {
 		st, ok := pl.next()
 		if !ok {
@@ -503,9 +502,9 @@ func buildAlltoallv[T any](s *sched, send []T, scounts, sdispls []int, recv []T,
 func buildRingReduceScatter[T any](s *sched, send, recv []T, op Op[T]) {
 	p, r := s.x.size(), s.x.rank
 	n := len(recv)
-	acc := scratch[T](s, len(send))
+	acc := scratchFilled[T](s, len(send))
 	copy(acc, send)
-	tmp := scratch[T](s, n)
+	tmp := scratchFilled[T](s, n)
 	next, prev := (r+1)%p, (r-1+p)%p
 	for k := range p - 1 {
 		sb, rb := (r-1-k+2*p)%p, (r-2-k+3*p)%p

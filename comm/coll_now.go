@@ -59,7 +59,7 @@ func (c *Comm[T]) allreduceNow(x *collCtx, send, recv []T, op Op[T]) error {
 	if same, _ := overlap(send, recv); !same {
 		copy(recv, send)
 	}
-	acc, tmp, w := recv, scratch[T](s, len(recv)), x.ep.Waiter()
+	acc, tmp, w := recv, scratchFilled[T](s, len(recv)), x.ep.Waiter()
 	for pl := newRDPlan(x.size(), x.rank); ; {
 		st, ok := pl.next()
 		if !ok || !s.exchange(w, st.recv, c.bytes(rdInto(st, tmp, acc)), st.send, c.bytes(acc)) {
@@ -97,7 +97,7 @@ func (c *Comm[T]) bcastNow(x *collCtx, buf []T, root int) error {
 func (c *Comm[T]) reduceNow(x *collCtx, send, recv []T, op Op[T], root int) error {
 	s := newSched(x)
 	p, r, w := x.size(), x.rank, x.ep.Waiter()
-	acc, tmp := scratch[T](s, len(send)), scratch[T](s, len(send))
+	acc, tmp := scratchFilled[T](s, len(send)), scratchFilled[T](s, len(send))
 	copy(acc, send)
 	top := root
 	if !op.commutative {
