@@ -93,32 +93,46 @@ func (c *Comm[T]) bcastNow(x *collCtx, buf []T, root int) error {
 }
 
 // reduceNow runs buildReduce's binomial tree directly; the caller has
-// checked the arguments.
+// checked the arguments. Unlike the schedule, whose rounds bind their
+// buffers when it is built, it saves copies of the vector: the root of a
+// commutative op's tree accumulates straight into recv, a commutative op
+// folds into the accumulator (the op's second argument; a
+// non-commutative one must fold into the higher ranks' side and copy
+// back), and a leaf takes no receive buffer.
 func (c *Comm[T]) reduceNow(x *collCtx, send, recv []T, op Op[T], root int) error {
 	s := newSched(x)
-	p, r, w := x.size(), x.rank, x.ep.Waiter()
-	acc, tmp := scratchFilled[T](s, len(send)), scratchFilled[T](s, len(send))
-	copy(acc, send)
+	p, r, w, n := x.size(), x.rank, x.ep.Waiter(), len(send)
 	top := root
 	if !op.commutative {
 		top = 0
 	}
+	acc := recv
+	if r != root || top != root {
+		acc = scratchFilled[T](s, n)
+	}
+	copy(acc, send) // nothing to do if recv is send
+	var tmp []T
 	for t := (redTree{p: p, rel: (r - top + p) % p, mask: 1}); ; {
 		peer, up, ok := t.next()
+		if ok && !up && tmp == nil {
+			tmp = scratchFilled[T](s, n)
+		}
 		switch {
 		case !ok:
 		case up:
 			s.exchange(w, -1, nil, (peer+top)%p, c.bytes(acc))
 		case s.exchange(w, (peer+top)%p, c.bytes(tmp), -1, nil):
-			reduceInto(op, acc, tmp)
+			if op.commutative {
+				op.fn(tmp, acc)
+			} else {
+				reduceInto(op, acc, tmp)
+			}
 			continue
 		}
 		break
 	}
 	switch {
-	case s.err != nil:
-	case top == root && r == root:
-		copy(recv, acc)
+	case s.err != nil, top == root && r == root: // recv holds the result
 	case r == top:
 		s.exchange(w, -1, nil, root, c.bytes(acc))
 	case r == root:

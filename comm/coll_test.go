@@ -557,6 +557,19 @@ func reduceAndBcast(c *Comm[affine], in [][]affine, root int) error {
 			return err
 		}
 	}
+	// In place at the root (send and recv the same slice).
+	var into []int64
+	if r == root {
+		into = mine
+	}
+	if err := ints.Reduce(mine, into, Sum[int64](), root); err != nil {
+		return err
+	}
+	if r == root {
+		if err := diff("Reduce Sum in place", mine, wantSums); err != nil {
+			return err
+		}
+	}
 	buf := make([]affine, n)
 	if r == root {
 		copy(buf, got)
