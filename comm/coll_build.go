@@ -111,28 +111,33 @@ func (t *redTree) next() (peer int, send, ok bool) {
 func buildReduce[T any](s *sched, send, recv []T, op Op[T], root int) {
 	p, r := s.x.size(), s.x.rank
 	n := len(send)
-	acc, tmp := scratchFilled[T](s, n), scratchFilled[T](s, n)
-	copy(acc, send)
 	top := root
 	if !op.commutative {
 		top = 0
 	}
+	var acc, tmp []T // acc: the partial result once a receive is folded into it
+	part := send     // the partial result: a leaf sends send itself
 	for t := (redTree{p: p, rel: (r - top + p) % p, mask: 1}); ; {
 		peer, up, ok := t.next()
 		if !ok {
 			break
 		}
 		if up {
-			s.add(nil, s.one((peer+top)%p, b(acc)), nil)
-		} else {
-			s.add(s.one((peer+top)%p, b(tmp)), nil, func() { reduceInto(op, acc, tmp) })
+			s.add(nil, s.one((peer+top)%p, b(part)), nil)
+			continue
 		}
+		if acc == nil {
+			acc, tmp = scratchFilled[T](s, n), scratchFilled[T](s, n)
+			copy(acc, send)
+			part = acc
+		}
+		s.add(s.one((peer+top)%p, b(tmp)), nil, func() { reduceInto(op, acc, tmp) })
 	}
 	switch {
 	case top == root && r == root:
-		localCopy(s, recv, acc)
+		localCopy(s, recv, part)
 	case r == top:
-		s.add(nil, s.one(root, b(acc)), nil)
+		s.add(nil, s.one(root, b(part)), nil)
 	case r == root:
 		s.add(s.one(top, b(recv)), nil, nil)
 	}

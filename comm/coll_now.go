@@ -94,11 +94,12 @@ func (c *Comm[T]) bcastNow(x *collCtx, buf []T, root int) error {
 
 // reduceNow runs buildReduce's binomial tree directly; the caller has
 // checked the arguments. Unlike the schedule, whose rounds bind their
-// buffers when it is built, it saves copies of the vector: the root of a
-// commutative op's tree accumulates straight into recv, a commutative op
-// folds into the accumulator (the op's second argument; a
+// buffers when it is built, it saves copies of the vector: a rank sends
+// its send buffer itself until it has folded something in, the root of a
+// commutative op's tree accumulates straight into recv, and a commutative
+// op folds into the accumulator (the op's second argument; a
 // non-commutative one must fold into the higher ranks' side and copy
-// back), and a leaf takes no receive buffer.
+// back).
 func (c *Comm[T]) reduceNow(x *collCtx, send, recv []T, op Op[T], root int) error {
 	s := newSched(x)
 	p, r, w, n := x.size(), x.rank, x.ep.Waiter(), len(send)
@@ -106,12 +107,8 @@ func (c *Comm[T]) reduceNow(x *collCtx, send, recv []T, op Op[T], root int) erro
 	if !op.commutative {
 		top = 0
 	}
-	acc := recv
-	if r != root || top != root {
-		acc = scratchFilled[T](s, n)
-	}
-	copy(acc, send) // nothing to do if recv is send
-	var tmp []T
+	var acc, tmp []T // acc: the partial result once something is folded into it
+	part := send     // the partial result
 	for t := (redTree{p: p, rel: (r - top + p) % p, mask: 1}); ; {
 		peer, up, ok := t.next()
 		if ok && !up && tmp == nil {
@@ -120,8 +117,16 @@ func (c *Comm[T]) reduceNow(x *collCtx, send, recv []T, op Op[T], root int) erro
 		switch {
 		case !ok:
 		case up:
-			s.exchange(w, -1, nil, (peer+top)%p, c.bytes(acc))
+			s.exchange(w, -1, nil, (peer+top)%p, c.bytes(part))
 		case s.exchange(w, (peer+top)%p, c.bytes(tmp), -1, nil):
+			if acc == nil {
+				acc = recv
+				if r != root || top != root {
+					acc = scratchFilled[T](s, n)
+				}
+				copy(acc, send) // nothing to do if recv is send
+				part = acc
+			}
 			if op.commutative {
 				op.fn(tmp, acc)
 			} else {
@@ -132,9 +137,13 @@ func (c *Comm[T]) reduceNow(x *collCtx, send, recv []T, op Op[T], root int) erro
 		break
 	}
 	switch {
-	case s.err != nil, top == root && r == root: // recv holds the result
+	case s.err != nil:
+	case top == root && r == root:
+		if acc == nil { // else acc is recv
+			copy(recv, send)
+		}
 	case r == top:
-		s.exchange(w, -1, nil, root, c.bytes(acc))
+		s.exchange(w, -1, nil, root, c.bytes(part))
 	case r == root:
 		s.exchange(w, top, c.bytes(recv), -1, nil)
 	}
