@@ -232,15 +232,17 @@ func (cl *caller) collective(iters, warm int, op func() error) (avg, lo, hi floa
 
 // allreduce: MPI_FLOAT and MPI_SUM, size/4 elements.
 func (cl *caller) allreduce(cfg Config) error {
+	sum := comm.Sum[float32]() // made once: an Op is a value to keep
 	return floats(cl, cfg, func(f32 *comm.Comm[float32], send, recv []float32) error {
-		return f32.Allreduce(send, recv, comm.Sum[float32]())
+		return f32.Allreduce(send, recv, sum)
 	})
 }
 
 // reduce: MPI_FLOAT and MPI_SUM to rank 0, size/4 elements.
 func (cl *caller) reduce(cfg Config) error {
+	sum := comm.Sum[float32]()
 	return floats(cl, cfg, func(f32 *comm.Comm[float32], send, recv []float32) error {
-		return f32.Reduce(send, recv, comm.Sum[float32](), 0)
+		return f32.Reduce(send, recv, sum, 0)
 	})
 }
 
