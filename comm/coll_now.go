@@ -22,11 +22,11 @@ package comm
 // now returns the collective context of c for a blocking collective run
 // directly, or nil when it must go another way: skip (a nonblocking one,
 // or an algorithm not run directly), through memory or in two levels
-// (area, topology: a process's fiber ranks meet there), a freed communicator (launch reports it), a traced
-// endpoint (launch traces the schedule), or other collectives of the
-// caller pending (they move only through the engine). With a context it
-// checks the collective's arguments: a bad one ends the job, as launch
-// does, and is returned.
+// (area, topology: a process's fiber ranks meet there), a freed
+// communicator (launch reports it), a traced endpoint (launch traces the
+// schedule), or other collectives of the caller pending (they move only
+// through the engine). With a context it checks the collective's
+// arguments: a bad one ends the job, as launch does, and is returned.
 func (c *Comm[T]) now(skip bool, check func() error) (*collCtx, error) {
 	st := c.st()
 	if skip || st.freed || len(st.coll.eng.active) > 0 || c.ep.Tracer() != nil || c.area() != nil || c.topology() != nil {
