@@ -56,22 +56,27 @@ func buildBcast[T any](s *sched, buf []T, root int) {
 	if mask < p {
 		s.add(s.one((rel-mask+root)%p, b(buf)), nil, nil)
 	}
-	var sends []xfer
-	for mask >>= 1; mask > 0; mask >>= 1 {
-		if rel+mask < p {
-			sends = append(sends, xfer{peer: (rel + mask + root) % p, buf: b(buf)})
-		}
-	}
-	if len(sends) > 0 {
+	if sends := bcastChildren(nil, p, rel, root, mask, b(buf)); len(sends) > 0 {
 		s.add(nil, sends, nil)
 	}
+}
+
+// bcastChildren appends to xs the sends of buf from rank rel (counted
+// from root) to its children in the binomial tree over p ranks, the
+// farthest first; mask is bcastParent's answer for rel.
+func bcastChildren(xs []xfer, p, rel, root, mask int, buf []byte) []xfer {
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if rel+mask < p {
+			xs = append(xs, xfer{peer: (rel + mask + root) % p, buf: buf})
+		}
+	}
+	return xs
 }
 
 // bcastParent returns the place of rank rel (counted from the root) in the
 // binomial broadcast tree over p ranks: the lowest set bit of rel, rel's
 // parent being rel minus it, or for the root the first power of two not
-// below p. rel's children are rel+m for every power of two m below it with
-// rel+m < p, the farthest first.
+// below p. bcastChildren lists rel's children.
 func bcastParent(p, rel int) int {
 	mask := 1
 	for mask < p && rel&mask == 0 {

@@ -81,12 +81,7 @@ func (c *Comm[T]) bcastNow(x *collCtx, buf []T, root int) error {
 		return s.end()
 	}
 	s.begin()
-	for mask >>= 1; mask > 0; mask >>= 1 {
-		if rel+mask < p {
-			s.xfers = append(s.xfers, xfer{peer: (rel + mask + root) % p, buf: data})
-		}
-	}
-	if len(s.xfers) > 0 {
+	if s.xfers = bcastChildren(s.xfers, p, rel, root, mask, data); len(s.xfers) > 0 {
 		s.runRound(w, round{send: s.xfers})
 	}
 	return s.end()
