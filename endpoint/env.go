@@ -32,8 +32,11 @@ const (
 	// copies them through the shared-memory rings, the sender copying
 	// chunks in while the receiver's progress copies them out, and falls
 	// back to one process_vm_writev for the rest of a message whose
-	// receiver stops taking chunks for 50 µs; "attach" always makes one
-	// process_vm_writev of the sender's (the receiver takes no part).
+	// receiver stops taking chunks for 50 µs, and sends a message of
+	// 64 KiB or more by process_vm_writev while that measured faster
+	// towards its receiver (rdma/shm measures both ways per peer);
+	// "attach" always makes one process_vm_writev of the sender's (the
+	// receiver takes no part).
 	// rings measured about 2× attach's bandwidth between two processes at
 	// 16 KiB–4 MiB, and more with processes oversubscribing the CPUs
 	// (BENCHMARKS.md, issue 12).

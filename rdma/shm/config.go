@@ -88,7 +88,9 @@ type Config struct {
 	// that Put by cross-memory attach. A Put ends once its last chunk is
 	// in the ring: one longer than the ring's room waits for the owner's
 	// progress to take the first chunks out (StartPut returns meanwhile;
-	// Put waits).
+	// Put waits). A Put of 64 KiB or more goes by cross-memory attach
+	// instead while that measured faster towards its owner: the rings
+	// lose to it when the host runs the two processes far apart (pace.go).
 	RingPuts bool
 	// Dir is the directory of the segments, a tmpfs; "" means
 	// DefaultDir. The launcher removes Dir/fibermpi-<jobid>-* at the end

@@ -203,6 +203,8 @@ func (t *Transport) Put(owner rdma.Addr, r rdma.Region, off uint64, src []byte) 
 		return t.local(r, off, len(src), func(dst []byte) { copy(dst, src) })
 	case !o.ringPut:
 		return o.vm(unix.ProcessVMWritev, src, r.Addr+off)
+	case o.chooseAttach(len(src)):
+		return o.attachPut(r, off, src)
 	}
 	return t.putCopy(o, r, off, src)
 }
@@ -284,7 +286,11 @@ func (w *waiter) wait() error {
 // attachAfter makes it write the rest that way.
 func (t *Transport) putCopy(o *outRing, r rdma.Region, off uint64, src []byte) error {
 	w := waiter{t: t, o: o}
-	var stalled time.Time
+	var stalled, began time.Time
+	if total := len(src); o.paced(total) {
+		began = time.Now()
+		defer func() { o.recordPut(false, total, time.Since(began)) }()
+	}
 	for len(src) > 0 {
 		o.mu.lock()
 		if o.dead {
@@ -337,6 +343,10 @@ type startedPut struct {
 	off  uint64
 	src  []byte // what is left to write
 	done rdma.PutDone
+	// total is the Put's length, and began when its first chunk was
+	// written (zero: not yet), if it is measured (outRing.paced).
+	total int
+	began time.Time
 	// stalled is when a push first found the ring full since it last
 	// wrote (zero: it has not); see attachAfter.
 	stalled time.Time
@@ -384,6 +394,11 @@ func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []b
 	if o.self || !o.ringPut {
 		return false, t.Put(owner, r, off, src)
 	}
+	if o.chooseAttach(len(src)) {
+		return false, o.attachPut(r, off, src)
+	}
+	total, measure := len(src), o.paced(len(src))
+	var began time.Time
 	// One chunk per turn of the lock, as in putCopy: senders of small
 	// packets to the same process wait for one chunk's copy at most.
 	for len(src) > 0 {
@@ -394,10 +409,17 @@ func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []b
 		}
 		n := 0
 		if len(o.puts) == 0 {
+			if measure && began.IsZero() {
+				began = time.Now()
+			}
 			n = o.putChunk(r, off, src)
 		}
 		if n == 0 {
-			o.puts = append(o.puts, startedPut{r: r, off: off, src: src, done: done})
+			p := startedPut{r: r, off: off, src: src, done: done}
+			if measure {
+				p.total, p.began = total, began
+			}
+			o.puts = append(o.puts, p)
 			t.putting.Add(1)
 			o.mu.unlock()
 			return true, nil
@@ -405,6 +427,9 @@ func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []b
 		o.mu.unlock()
 		o.wake() // the owner may copy this chunk out while the next goes in
 		src, off = src[n:], off+uint64(n)
+	}
+	if measure {
+		o.recordPut(false, total, time.Since(began))
 	}
 	return false, nil
 }
@@ -426,6 +451,9 @@ func (t *Transport) pushPuts(w int) int {
 				break
 			}
 			p := &o.puts[0]
+			if p.total > 0 && p.began.IsZero() {
+				p.began = time.Now()
+			}
 			n := o.putChunk(p.r, p.off, p.src)
 			var end startedPut // the Put to end: its done, and its rest to attach
 			switch {
@@ -457,6 +485,9 @@ func (t *Transport) pushPuts(w int) int {
 			var err error
 			if len(end.src) > 0 {
 				err = o.vm(unix.ProcessVMWritev, end.src, end.r.Addr+end.off)
+			}
+			if end.total > 0 && err == nil {
+				o.recordPut(false, end.total, time.Since(end.began))
 			}
 			// The last chunk is published (or the rest written): a packet
 			// the caller sends now follows it in the ring.

@@ -177,6 +177,7 @@ type outRing struct {
 	tail      uint64       // the producer's position (ctl.tail is its published copy)
 	headCache uint64       // the last ctl.head seen: room is known without reading it
 	puts      []startedPut // Puts started and not all written, in order
+	pace      putPace      // how fast large Puts go each way (pace.go)
 	_         cpu.CacheLinePad
 
 	// Read-only after New.

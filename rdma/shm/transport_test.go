@@ -783,3 +783,43 @@ func TestStartedPutAttachesWhenOwnerStalls(t *testing.T) {
 		t.Error("the owner's buffer does not hold what was Put")
 	}
 }
+
+// TestPacedPutAttaches: with RingPuts, a large Put (started or not) goes
+// by cross-memory attach when the transport measured that way faster
+// (pace.go): the bytes are in the owner's buffer when the call returns,
+// with no Progress at the owner, and the measure is updated.
+func TestPacedPutAttaches(t *testing.T) {
+	const size = 256 << 10
+	pool := newPool(t, 512)
+	j := newJob(t, 2, 2, func(int) shm.Config { return shm.Config{Pool: pool, RingSize: 8 << 10, RingPuts: true} })
+	if !strings.HasSuffix(j.trs[0].Name(), "+ringput") {
+		t.Skipf("cross-memory attach is refused here (%s): the rings are the only way", j.trs[0].Name())
+	}
+	if err := j.trs[1].Bind(1, &counter{pool: pool}, pool); err != nil {
+		t.Fatal(err)
+	}
+	dst, src := make([]byte, size), make([]byte, size)
+	r, err := j.trs[1].Register(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.trs[0].PreferAttach(1)
+	fillData(src, 31, 1)
+	pending, err := j.trs[0].StartPut(1, r, 0, src, putLog{0, &putCalls{}})
+	if err != nil || pending {
+		t.Fatalf("StartPut: pending %v, error %v; want it done by attach", pending, err)
+	}
+	if !bytes.Equal(dst, src) {
+		t.Fatal("after StartPut by attach, the owner's buffer does not hold what was Put")
+	}
+	fillData(src, 32, 1)
+	if err := j.trs[0].Put(1, r, 0, src); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(dst, src) {
+		t.Fatal("after Put by attach, the owner's buffer does not hold what was Put")
+	}
+	if a := j.trs[0].PaceAttach(1); a == 2 {
+		t.Error("the attached Puts were not measured")
+	}
+}

@@ -1,0 +1,120 @@
+//go:build linux
+
+package shm
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fibermpi/fibermpi/rdma"
+)
+
+// A large Put into a process that allows cross-memory attach can go two
+// ways: through the rings (Config.RingPuts), the sender copying chunks in
+// while the owner copies them out, or by one process_vm_writev of the
+// sender's. Which is faster depends on where the host runs the two
+// processes, and that changes while a job runs. With the two CPUs of this
+// machine kind close (a cross-core one-way time of about 60 ns), bw at
+// 1 MiB measured 16–19 GB/s through the rings against 7.3–8.7 GB/s
+// attached; with them far apart (about 270 ns), 3.6 GB/s through the rings
+// against 7.3 GB/s attached (BENCHMARKS.md, issue 12, session 19). So each
+// outRing measures both (putPace) and sends a Put of at least paceMin
+// bytes the way that moved bytes faster lately, sending the Puts of
+// paceBurst the other way once every paceProbe to notice a change (about
+// 1 % of the time at the slower way's speed).
+const (
+	paceMin    = 64 << 10
+	paceProbe  = 50 * time.Millisecond
+	paceFirst  = 5 * time.Millisecond // from the first Put to the first probe
+	paceBurst  = time.Millisecond
+	paceWeight = 0.25 // of a new measurement in the moving averages
+)
+
+// putPace is an outRing's measure of its two ways of Putting, under its
+// mu.
+type putPace struct {
+	ring, attach float64   // bytes per nanosecond, moving averages; 0 until measured
+	probed       time.Time // when the last probe began, or the first Put
+	probeEnd     time.Time // Puts until then go the other way (a probe)
+	cold         bool      // the next measurement is a probe's first: not kept
+}
+
+// choose reports whether a Put of n bytes starting at now goes by
+// cross-memory attach. Below paceMin it never does (the system call costs
+// more than the rings' pipeline saves); above it the faster way does,
+// the rings until both are measured. Once per paceProbe, the first time
+// paceFirst after the first Put, the Puts of the next paceBurst go the
+// other way: a probe. Its first Put is not measured: it pays for
+// moving the destination's cache lines to the other copier.
+func (p *putPace) choose(n int, now time.Time) bool {
+	if n < paceMin {
+		return false
+	}
+	if p.probed.IsZero() {
+		p.probed = now.Add(paceFirst - paceProbe) // the first probe comes sooner
+		return false
+	}
+	attach := p.ring > 0 && p.attach > p.ring
+	if now.Before(p.probeEnd) {
+		return !attach
+	}
+	if now.Sub(p.probed) >= paceProbe {
+		p.probed, p.probeEnd, p.cold = now, now.Add(paceBurst), true
+		return !attach
+	}
+	return attach
+}
+
+// record adds a Put of n bytes that took d, by attach or through the
+// rings (from its first chunk to its last, waits for room included).
+func (p *putPace) record(attach bool, n int, d time.Duration) {
+	if p.cold {
+		p.cold = false
+		return
+	}
+	if d <= 0 {
+		d = 1
+	}
+	rate, avg := float64(n)/float64(d), &p.ring
+	if attach {
+		avg = &p.attach
+	}
+	if *avg == 0 {
+		*avg = rate
+		return
+	}
+	*avg += paceWeight * (rate - *avg)
+}
+
+// paced reports whether a Put of n bytes into o should be measured
+// (putPace): the kernel allows attach and n is large enough to choose.
+func (o *outRing) paced(n int) bool { return o.cma && n >= paceMin }
+
+// chooseAttach asks o's pace whether a Put of n bytes goes by attach.
+func (o *outRing) chooseAttach(n int) bool {
+	if !o.paced(n) {
+		return false
+	}
+	o.mu.lock()
+	defer o.mu.unlock()
+	return o.pace.choose(n, time.Now())
+}
+
+// recordPut adds a measured Put to o's pace.
+func (o *outRing) recordPut(attach bool, n int, d time.Duration) {
+	o.mu.lock()
+	o.pace.record(attach, n, d)
+	o.mu.unlock()
+}
+
+// attachPut writes src at off of r in o's process by one
+// process_vm_writev, and measures it.
+func (o *outRing) attachPut(r rdma.Region, off uint64, src []byte) error {
+	start := time.Now()
+	err := o.vm(unix.ProcessVMWritev, src, r.Addr+off)
+	if err == nil {
+		o.recordPut(true, len(src), time.Since(start))
+	}
+	return err
+}

@@ -1,0 +1,55 @@
+//go:build linux
+
+package shm
+
+import (
+	"testing"
+	"time"
+)
+
+// TestPutPace: the choice between the rings and cross-memory attach for
+// large Puts, against a clock of its own.
+func TestPutPace(t *testing.T) {
+	var p putPace
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	if p.choose(paceMin-1, t0) {
+		t.Fatal("a Put below paceMin went by attach")
+	}
+	if p.choose(paceMin, t0) {
+		t.Fatal("the first Put went by attach; want the rings")
+	}
+	if p.choose(paceMin, at(paceFirst/2)) {
+		t.Fatal("a Put before the first probe went by attach")
+	}
+	// The first probe: attach for paceBurst, its first measure dropped.
+	if !p.choose(paceMin, at(paceFirst)) || !p.choose(paceMin, at(paceFirst+paceBurst/2)) {
+		t.Fatal("no attach during the first probe")
+	}
+	p.record(true, 1<<20, time.Millisecond) // cold: dropped
+	if p.attach != 0 {
+		t.Fatalf("a probe's first Put was kept: attach %v", p.attach)
+	}
+	p.record(true, 1<<20, 131*time.Microsecond) // 8 GB/s
+	p.record(false, 1<<20, 52*time.Microsecond) // 20 GB/s
+	if p.choose(paceMin, at(paceFirst+2*paceBurst)) {
+		t.Fatal("attach chosen with the rings measured faster")
+	}
+	// The rings slow down (the CPUs moved apart): attach wins.
+	for range 8 {
+		p.record(false, 1<<20, 300*time.Microsecond) // 3.5 GB/s
+	}
+	if !p.choose(paceMin, at(paceFirst+3*paceBurst)) {
+		t.Fatalf("the rings chosen at %.2f GB/s against attach's %.2f", p.ring, p.attach)
+	}
+	if p.choose(paceMin-1, at(paceFirst+3*paceBurst)) {
+		t.Fatal("a Put below paceMin went by attach")
+	}
+	// The next probe tries the rings again.
+	if p.choose(paceMin, at(paceFirst+paceProbe)) {
+		t.Fatal("no probe of the rings one paceProbe after the last")
+	}
+	if !p.choose(paceMin, at(paceFirst+paceProbe+2*paceBurst)) {
+		t.Fatal("the rings chosen after the probe ended")
+	}
+}
