@@ -21,8 +21,8 @@ import (
 // against 7.3 GB/s attached (BENCHMARKS.md, issue 12, session 19). So each
 // outRing measures both (putPace) and sends a Put of at least paceMin
 // bytes the way that moved bytes faster lately, sending the Puts of
-// paceBurst the other way once every paceProbe to notice a change (about
-// 1 % of the time at the slower way's speed).
+// paceBurst the other way once every paceProbe to notice a change (2 % of
+// the time at the slower way's speed).
 const (
 	paceMin    = 64 << 10
 	paceProbe  = 50 * time.Millisecond
@@ -37,7 +37,8 @@ type putPace struct {
 	ring, attach float64   // bytes per nanosecond, moving averages; 0 until measured
 	probed       time.Time // when the last probe began, or the first Put
 	probeEnd     time.Time // Puts until then go the other way (a probe)
-	cold         bool      // the next measurement is a probe's first: not kept
+	cold         bool      // the probe's first measurement is still to come: not kept
+	coldAttach   bool      // the probe's way
 }
 
 // choose reports whether a Put of n bytes starting at now goes by
@@ -60,7 +61,7 @@ func (p *putPace) choose(n int, now time.Time) bool {
 		return !attach
 	}
 	if now.Sub(p.probed) >= paceProbe {
-		p.probed, p.probeEnd, p.cold = now, now.Add(paceBurst), true
+		p.probed, p.probeEnd, p.cold, p.coldAttach = now, now.Add(paceBurst), true, !attach
 		return !attach
 	}
 	return attach
@@ -69,7 +70,7 @@ func (p *putPace) choose(n int, now time.Time) bool {
 // record adds a Put of n bytes that took d, by attach or through the
 // rings (from its first chunk to its last, waits for room included).
 func (p *putPace) record(attach bool, n int, d time.Duration) {
-	if p.cold {
+	if p.cold && attach == p.coldAttach {
 		p.cold = false
 		return
 	}

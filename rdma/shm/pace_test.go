@@ -26,9 +26,10 @@ func TestPutPace(t *testing.T) {
 	if !p.choose(paceMin, at(paceFirst)) || !p.choose(paceMin, at(paceFirst+paceBurst/2)) {
 		t.Fatal("no attach during the first probe")
 	}
-	p.record(true, 1<<20, time.Millisecond) // cold: dropped
-	if p.attach != 0 {
-		t.Fatalf("a probe's first Put was kept: attach %v", p.attach)
+	p.record(false, 1<<20, 52*time.Microsecond) // a ring Put ending meanwhile: kept
+	p.record(true, 1<<20, time.Millisecond)     // the probe's first: dropped
+	if p.attach != 0 || p.ring == 0 {
+		t.Fatalf("after a ring Put and a probe's first Put: ring %v, attach %v; want the ring's kept, the probe's dropped", p.ring, p.attach)
 	}
 	p.record(true, 1<<20, 131*time.Microsecond) // 8 GB/s
 	p.record(false, 1<<20, 52*time.Microsecond) // 20 GB/s
