@@ -157,9 +157,7 @@ func (p *pair) setMore(i int, on bool) {
 
 // occupied reports whether slot i holds a key: a head, or items waiting
 // behind a head that Empty took.
-func (p *pair) occupied(i int) bool {
-	return p.b.ents[i].val.Load() != nil || p.more(i)
-}
+func (p *pair) occupied(i int) bool { return p.occ(i, p.b.meta) }
 
 // find looks for key k in the chain headed by h, which must be locked. It
 // returns the slot holding k (p nil if none) and the first free slot seen
@@ -201,7 +199,8 @@ func find(h *pair, k uint64) (p *pair, i int, fp *pair, fi int) {
 var _ [slots - 3]struct{}
 var _ [3 - slots]struct{}
 
-// occ is occupied(j) with meta, q's meta word, already loaded.
+// occ is occupied(j) with meta, q's meta word, already loaded (find
+// loads it once for the three slots).
 func (q *pair) occ(j int, meta uint32) bool {
 	return q.b.ents[j].val.Load() != nil || meta>>(uint(j)*metaBits)&metaMore != 0
 }
