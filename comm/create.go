@@ -207,6 +207,9 @@ func (c *Comm[T]) Free() error {
 	if a := c.area(); a != nil {
 		a.release()
 	}
+	// A rank that never ran a collective on c joins its process's area
+	// here, so that the area does not stay pinned for it (shm.go).
+	c.topology()
 	st.freed = true
 	c.c = endpoint.Comm{Context: c.c.Context}
 	st.release()

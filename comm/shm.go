@@ -148,6 +148,7 @@ type shmSlot struct {
 	mw      endpoint.MemWait
 	seq     uint64   // collectives this rank started on the area
 	scratch []uint64 // reduction scratch
+	joined  bool     // the rank has found the area (under shmArea.pinMu)
 	_       cpu.CacheLinePad
 }
 
@@ -158,6 +159,9 @@ type shmArea struct {
 	slots []shmSlot
 	frees atomic.Int32 // ranks that freed the communicator
 	key   areaKey
+
+	pinMu sync.Mutex
+	joins int // ranks that have found the area (shmArea.join)
 }
 
 func newArea(c endpoint.Comm, key areaKey) *shmArea {
@@ -189,12 +193,19 @@ func (a *shmArea) wake(cl *shmCell) {
 // The registry: areas by process, collective context id and ranks. A
 // context id names one communicator at an endpoint, but communicators with
 // disjoint ranks (Split's) share one, and an id is reused once freed, so
-// the ranks are part of the key. The registry holds the areas weakly: the
-// ranks' communicator views (and their pending collectives) keep an area
-// alive, and once none is left it goes, with its entry. (Were every rank's
-// view dropped and a new one made, the ranks would all start afresh on a
-// new area, as they all restart their collective count.) The process is
-// in the key weakly too: it is only an identity.
+// the ranks are part of the key. The registry holds an area strongly until
+// every rank has found it (join), then weakly: from then on the ranks'
+// communicator views (and their pending collectives) keep it alive, and
+// once none is left it goes, with its entry. (Were every rank's view
+// dropped and a new one made, the ranks would all start afresh on a new
+// area, as they all restart their collective count.) Until every rank has
+// found it, a rank that already left — the root of a small Bcast returns
+// as soon as its data is in the cell, frees its view and may drop it — must
+// not take the area with it, or the others would find a fresh one and wait
+// there forever. (So a communicator that some ranks drop without Free
+// and without a collective keeps its area until the process finalizes;
+// Free joins.) The process is in the key weakly too: it is only an
+// identity.
 type areaKey struct {
 	proc  weak.Pointer[endpoint.Process]
 	ctx   uint32
@@ -202,6 +213,28 @@ type areaKey struct {
 }
 
 var shmAreas sync.Map // areaKey → weak.Pointer[shmArea]
+
+// shmPinned holds the areas that some of their ranks have not found yet.
+var shmPinned sync.Map // areaKey → *shmArea
+
+// join records that rank me has found the area: the first rank to find it
+// pins it in the registry, the last unpins it. A rank joins once, however
+// many views of the communicator it makes.
+func (a *shmArea) join(me int) {
+	a.pinMu.Lock()
+	defer a.pinMu.Unlock()
+	if a.slots[me].joined {
+		return
+	}
+	a.slots[me].joined = true
+	a.joins++
+	switch a.joins {
+	case a.n:
+		shmPinned.CompareAndDelete(a.key, a)
+	case 1:
+		shmPinned.Store(a.key, a)
+	}
+}
 
 // lookupArea returns the area of communicator c at process p, making it on
 // first use.
@@ -265,8 +298,16 @@ func hookHalt(p *endpoint.Process, wp weak.Pointer[endpoint.Process]) {
 	runtime.AddCleanup(p, func(wp weak.Pointer[endpoint.Process]) { shmHooks.Delete(wp) }, wp)
 }
 
-// wakeAreas wakes every sleeper of every area of a process.
+// wakeAreas wakes every sleeper of every area of a process, and unpins
+// its areas: once the job has ended or the process finalizes, no rank
+// that has not found an area yet will need what it holds.
 func wakeAreas(wp weak.Pointer[endpoint.Process]) {
+	shmPinned.Range(func(k, _ any) bool {
+		if k.(areaKey).proc == wp {
+			shmPinned.Delete(k)
+		}
+		return true
+	})
 	shmAreas.Range(func(k, v any) bool {
 		if k.(areaKey).proc == wp {
 			if a := v.(weak.Pointer[shmArea]).Value(); a != nil {
@@ -285,6 +326,7 @@ func wakeAreas(wp weak.Pointer[endpoint.Process]) {
 func (a *shmArea) release() {
 	if int(a.frees.Add(1)) == a.n {
 		shmAreas.CompareAndDelete(a.key, weak.Make(a))
+		shmPinned.CompareAndDelete(a.key, a)
 	}
 }
 
@@ -348,6 +390,9 @@ func (c *Comm[T]) area() *shmArea {
 	// The layout the process's ranks share says whether all the ranks
 	// live here, and holds the area (one look per process, not per rank).
 	st.shm = topoOf(c.ep.Proc(), st.coll.comm.Context, c.c.Addrs).wholeArea(c.ep.Proc(), st.coll.comm.Context)
+	if st.shm != nil {
+		st.shm.join(c.rank)
+	}
 	return st.shm
 }
 

@@ -872,6 +872,13 @@ func TestShmAreaCollected(t *testing.T) {
 	if n := entries(); n != 1 {
 		t.Fatalf("%d registry entries for the job, want 1", n)
 	}
+	// Every rank found the area: the registry no longer pins it.
+	shmPinned.Range(func(k, _ any) bool {
+		if k.(areaKey).proc == wp {
+			t.Fatal("an area every rank has found is still pinned")
+		}
+		return true
+	})
 	for i := 0; entries() != 0; i++ {
 		if i == 1000 {
 			t.Fatal("the area outlived every view of its communicator")
@@ -912,5 +919,55 @@ func TestShmTraceSpans(t *testing.T) {
 		if n != 1 {
 			t.Errorf("endpoint %d: %d Allreduce spans, want 1", r.Addr, n)
 		}
+	}
+}
+
+// TestShmAreaOutlivesEarlyLeaver: the root of a small Bcast stages the data
+// in the area and returns at once. If it then frees and drops its
+// communicator, and the collector runs, before another rank first touches
+// the communicator, the area and the staged data must still be there for
+// that rank. (Seen in CI as a rare deadlock of
+// TestDupSplitCreate/fibers/p=16: the odd ranks' root left CreateGroup's
+// communicator before the others found its area.)
+func TestShmAreaOutlivesEarlyLeaver(t *testing.T) {
+	gone := make(chan struct{})
+	err := runGoroutines(3, endpoint.Options{Workers: 1}, func(ep *endpoint.Endpoint) error {
+		w, err := World[int64](ep)
+		if err != nil {
+			return err
+		}
+		d, err := w.Dup()
+		if err != nil {
+			return err
+		}
+		v := []int64{0}
+		if w.Rank() == 0 {
+			v[0] = 42
+			if err := d.Bcast(v, 0); err != nil {
+				return err
+			}
+			if err := d.Free(); err != nil {
+				return err
+			}
+			d = nil
+			runtime.GC()
+			runtime.GC()
+			close(gone)
+			return w.Barrier()
+		}
+		<-gone
+		if err := d.Bcast(v, 0); err != nil {
+			return err
+		}
+		if v[0] != 42 {
+			return fmt.Errorf("rank %d: Bcast gave %d, want 42", w.Rank(), v[0])
+		}
+		if err := d.Free(); err != nil {
+			return err
+		}
+		return w.Barrier()
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -175,6 +175,7 @@ func (c *Comm[T]) topology() *topo {
 	t := &topo{groups: s.groups, mine: int(s.group[c.rank]), local: int(s.index[c.rank]), contiguous: s.contiguous, sh: s}
 	if len(s.groups[t.mine]) > 1 {
 		t.node = s.node
+		t.node.join(t.local)
 	}
 	t.lead = collCtx{
 		ep:   c.ep,

@@ -3,11 +3,15 @@ package comm
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/fibermpi/fibermpi/endpoint"
+	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/internal/jobtest"
 )
 
@@ -233,3 +237,67 @@ func checkTwoLevel(c *Comm[int64]) error {
 }
 
 var twoLevelSizes = []int{0, 1, 300, 3000}
+
+// TestTwoLevelAreaOutlivesEarlyLeaver is TestShmAreaOutlivesEarlyLeaver
+// for a process's area in a two-level collective: the root, which leads
+// its process, stages a small Bcast for its process's other rank, finishes
+// the leaders' part, frees and drops its communicator and runs the
+// collector before that rank first touches the communicator.
+func TestTwoLevelAreaOutlivesEarlyLeaver(t *testing.T) {
+	var setup jobtest.Setup
+	for _, s := range jobtest.Setups(4) {
+		if s.Name == "procs=2/sync" {
+			setup = s
+		}
+	}
+	if setup.Name == "" {
+		t.Fatal("jobtest has no procs=2/sync layout")
+	}
+	var gone atomic.Bool
+	err := jobtest.RunSetup(setup, 4, endpoint.ThreadSingle, func(ep *endpoint.Endpoint) error {
+		w, err := World[int64](ep)
+		if err != nil {
+			return err
+		}
+		d, err := w.Dup()
+		if err != nil {
+			return err
+		}
+		v := []int64{0}
+		switch w.Rank() {
+		case 0:
+			v[0] = 42
+			if err := d.Bcast(v, 0); err != nil {
+				return err
+			}
+			if d.topology() == nil || d.topology().node == nil {
+				return errors.New("the root's process has no area: not two levels")
+			}
+			if err := d.Free(); err != nil {
+				return err
+			}
+			d = nil
+			runtime.GC()
+			runtime.GC()
+			gone.Store(true)
+			return w.Barrier()
+		case 1:
+			for !gone.Load() {
+				fiber.Sleep(ep.Waiter(), time.Millisecond)
+			}
+		}
+		if err := d.Bcast(v, 0); err != nil {
+			return err
+		}
+		if v[0] != 42 {
+			return fmt.Errorf("rank %d: Bcast gave %d, want 42", w.Rank(), v[0])
+		}
+		if err := d.Free(); err != nil {
+			return err
+		}
+		return w.Barrier()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
