@@ -33,8 +33,10 @@ const (
 	// chunks in while the receiver's progress copies them out, and falls
 	// back to one process_vm_writev for the rest of a message whose
 	// receiver stops taking chunks for 50 µs, and sends a message of
-	// 64 KiB or more by process_vm_writev while that measured faster
-	// towards its receiver (rdma/shm measures both ways per peer);
+	// 64 KiB or more attached while that measured faster towards its
+	// receiver (rdma/shm measures both ways per peer): the sender writes
+	// half by process_vm_writev while the receiver's progress reads the
+	// other half by process_vm_readv;
 	// "attach" always makes one process_vm_writev of the sender's (the
 	// receiver takes no part).
 	// rings measured about 2× attach's bandwidth between two processes at

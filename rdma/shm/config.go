@@ -91,6 +91,8 @@ type Config struct {
 	// Put waits). A Put of 64 KiB or more goes by cross-memory attach
 	// instead while that measured faster towards its owner: the rings
 	// lose to it when the host runs the two processes far apart (pace.go).
+	// A started Put goes attached split in two: the owner's Progress
+	// reads one half while the sender writes the other (split.go).
 	RingPuts bool
 	// Dir is the directory of the segments, a tmpfs; "" means
 	// DefaultDir. The launcher removes Dir/fibermpi-<jobid>-* at the end

@@ -148,6 +148,15 @@
 // stayed ahead of (or even with) attach. The endpoint layer sets it unless
 // FIBERMPI_SHM_PUT=attach.
 //
+// With RingPuts a Put of 64 KiB or more still goes attached while that way
+// measured faster towards its owner (pace.go): the rings lose when the
+// host runs the two processes on CPUs far apart. Attached, a started Put
+// is split (split.go): the sender writes its first half by
+// process_vm_writev while the owner's Progress, told by a record in the
+// ring, reads the second half out of the sender by process_vm_readv; the
+// Put ends (PutDone) once both halves are in. Two copiers attached at once
+// measured about twice one.
+//
 // # Sleeping
 //
 // An idle process need not burn a core: Sleep (rdma.Sleeper) parks the

@@ -39,3 +39,16 @@ func (t *Transport) PaceAttach(proc int) float64 {
 	defer o.mu.unlock()
 	return o.pace.attach
 }
+
+// RefuseAttach makes t behave as if the kernel refused it cross-memory
+// attach to process proc (a split Put's read from it fails).
+func (t *Transport) RefuseAttach(proc int) {
+	o := t.out[proc]
+	o.mu.lock()
+	o.cma = false
+	o.mu.unlock()
+}
+
+// SetSplitWait sets how long t's split Puts wait for their owner's read
+// before they cancel it.
+func (t *Transport) SetSplitWait(d time.Duration) { t.splitWait = d }

@@ -395,7 +395,7 @@ func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []b
 		return false, t.Put(owner, r, off, src)
 	}
 	if o.chooseAttach(len(src)) {
-		return false, o.attachPut(r, off, src)
+		return t.startSplit(o, r, off, src, done)
 	}
 	total, measure := len(src), o.paced(len(src))
 	var began time.Time
@@ -444,6 +444,7 @@ func (t *Transport) pushPuts(w int) int {
 		if o == nil || o.self {
 			continue
 		}
+		moved += t.endSplits(w, o)
 		for {
 			o.mu.lock()
 			if o.dead || len(o.puts) == 0 {
@@ -519,6 +520,9 @@ func (t *Transport) apply(ir *inRing, typ, n int, word1 uint32, rec []byte) {
 		})
 	case recGetData:
 		t.gets.answer(le.Uint64(rec[fReqID:]), word1, le.Uint64(rec[fOff:]), data)
+	case recRead:
+		r := rdma.Region{Key: word1, Addr: le.Uint64(rec[fRegAddr:]), Len: le.Uint64(rec[fRegLen:])}
+		t.read(ir, rec, r, le.Uint64(rec[fOff:]), le.Uint64(rec[fN:]), le.Uint64(rec[fSrc:]))
 	}
 }
 

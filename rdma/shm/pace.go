@@ -12,23 +12,28 @@ import (
 
 // A large Put into a process that allows cross-memory attach can go two
 // ways: through the rings (Config.RingPuts), the sender copying chunks in
-// while the owner copies them out, or by one process_vm_writev of the
-// sender's. Which is faster depends on where the host runs the two
-// processes, and that changes while a job runs. With the two CPUs of this
-// machine kind close (a cross-core one-way time of about 60 ns), bw at
-// 1 MiB measured 16–19 GB/s through the rings against 7.3–8.7 GB/s
-// attached; with them far apart (about 270 ns), 3.6 GB/s through the rings
-// against 7.3 GB/s attached (BENCHMARKS.md, issue 12, session 19). So each
+// while the owner copies them out, or attached: by one process_vm_writev
+// of the sender's (Put), or split between the sender's process_vm_writev
+// and the owner's process_vm_readv (StartPut; split.go). Which is faster
+// depends on where the host runs the two processes, and that changes
+// while a job runs. With the two CPUs of this machine kind close (a
+// cross-core one-way time of about 60 ns), bw at 1 MiB measured
+// 16–19 GB/s through the rings against 7.3–8.7 GB/s by one writev; with
+// them far apart (about 270 ns), 3.6 GB/s through the rings against
+// 7.3 GB/s by one writev (BENCHMARKS.md, issue 12, session 19). So each
 // outRing measures both (putPace) and sends a Put of at least paceMin
-// bytes the way that moved bytes faster lately, sending the Puts of
-// paceBurst the other way once every paceProbe to notice a change (2 % of
-// the time at the slower way's speed).
+// bytes the way that moved bytes faster lately, sending paceProbePuts Puts
+// the other way once every paceProbe to notice a change. A probe is a
+// number of Puts, not a time: a window of sends starts its Puts within
+// microseconds, and a probe of 1 ms took a whole window of 64 (36 % of
+// the time at the slower way's speed, bw at 1 MiB 9.7–11.3 GB/s against
+// 13.3–13.6 without probes; session 20).
 const (
-	paceMin    = 64 << 10
-	paceProbe  = 50 * time.Millisecond
-	paceFirst  = 5 * time.Millisecond // from the first Put to the first probe
-	paceBurst  = time.Millisecond
-	paceWeight = 0.25 // of a new measurement in the moving averages
+	paceMin       = 64 << 10
+	paceProbe     = 50 * time.Millisecond
+	paceFirst     = 5 * time.Millisecond // from the first Put to the first probe
+	paceProbePuts = 4                    // the first is not measured
+	paceWeight    = 0.25                 // of a new measurement in the moving averages
 )
 
 // putPace is an outRing's measure of its two ways of Putting, under its
@@ -36,16 +41,16 @@ const (
 type putPace struct {
 	ring, attach float64   // bytes per nanosecond, moving averages; 0 until measured
 	probed       time.Time // when the last probe began, or the first Put
-	probeEnd     time.Time // Puts until then go the other way (a probe)
+	probeLeft    int       // Puts the probe still sends its way
 	cold         bool      // the probe's first measurement is still to come: not kept
-	coldAttach   bool      // the probe's way
+	probeAttach  bool      // the probe's way
 }
 
 // choose reports whether a Put of n bytes starting at now goes by
 // cross-memory attach. Below paceMin it never does (the system call costs
 // more than the rings' pipeline saves); above it the faster way does,
 // the rings until both are measured. Once per paceProbe, the first time
-// paceFirst after the first Put, the Puts of the next paceBurst go the
+// paceFirst after the first Put, the next paceProbePuts Puts go the
 // other way: a probe. Its first Put is not measured: it pays for
 // moving the destination's cache lines to the other copier.
 func (p *putPace) choose(n int, now time.Time) bool {
@@ -56,21 +61,25 @@ func (p *putPace) choose(n int, now time.Time) bool {
 		p.probed = now.Add(paceFirst - paceProbe) // the first probe comes sooner
 		return false
 	}
-	attach := p.ring > 0 && p.attach > p.ring
-	if now.Before(p.probeEnd) {
-		return !attach
+	if p.probeLeft > 0 {
+		p.probeLeft--
+		return p.probeAttach
 	}
+	attach := p.ring > 0 && p.attach > p.ring
 	if now.Sub(p.probed) >= paceProbe {
-		p.probed, p.probeEnd, p.cold, p.coldAttach = now, now.Add(paceBurst), true, !attach
+		p.probed, p.probeLeft, p.cold, p.probeAttach = now, paceProbePuts-1, true, !attach
 		return !attach
 	}
 	return attach
 }
 
 // record adds a Put of n bytes that took d, by attach or through the
-// rings (from its first chunk to its last, waits for room included).
+// rings (from its first chunk to its last, waits for room included), or
+// split (split.go). The averages are of the time per byte (a rate is kept
+// as its inverse's average), so that a slow Put weighs by the time it
+// took, as it does in a transfer's total.
 func (p *putPace) record(attach bool, n int, d time.Duration) {
-	if p.cold && attach == p.coldAttach {
+	if p.cold && attach == p.probeAttach {
 		p.cold = false
 		return
 	}
@@ -85,7 +94,9 @@ func (p *putPace) record(attach bool, n int, d time.Duration) {
 		*avg = rate
 		return
 	}
-	*avg += paceWeight * (rate - *avg)
+	cost := 1 / *avg // nanoseconds per byte
+	cost += paceWeight * (1/rate - cost)
+	*avg = 1 / cost
 }
 
 // paced reports whether a Put of n bytes into o should be measured

@@ -22,9 +22,15 @@ func TestPutPace(t *testing.T) {
 	if p.choose(paceMin, at(paceFirst/2)) {
 		t.Fatal("a Put before the first probe went by attach")
 	}
-	// The first probe: attach for paceBurst, its first measure dropped.
-	if !p.choose(paceMin, at(paceFirst)) || !p.choose(paceMin, at(paceFirst+paceBurst/2)) {
-		t.Fatal("no attach during the first probe")
+	// The first probe: paceProbePuts Puts by attach, its first measure
+	// dropped.
+	for i := range paceProbePuts {
+		if !p.choose(paceMin, at(paceFirst)) {
+			t.Fatalf("probe Put %d did not go by attach", i)
+		}
+	}
+	if p.choose(paceMin, at(paceFirst)) {
+		t.Fatal("the probe went on past paceProbePuts Puts")
 	}
 	p.record(false, 1<<20, 52*time.Microsecond) // a ring Put ending meanwhile: kept
 	p.record(true, 1<<20, time.Millisecond)     // the probe's first: dropped
@@ -33,24 +39,34 @@ func TestPutPace(t *testing.T) {
 	}
 	p.record(true, 1<<20, 131*time.Microsecond) // 8 GB/s
 	p.record(false, 1<<20, 52*time.Microsecond) // 20 GB/s
-	if p.choose(paceMin, at(paceFirst+2*paceBurst)) {
+	if p.choose(paceMin, at(paceFirst+time.Millisecond)) {
 		t.Fatal("attach chosen with the rings measured faster")
 	}
 	// The rings slow down (the CPUs moved apart): attach wins.
 	for range 8 {
 		p.record(false, 1<<20, 300*time.Microsecond) // 3.5 GB/s
 	}
-	if !p.choose(paceMin, at(paceFirst+3*paceBurst)) {
+	if !p.choose(paceMin, at(paceFirst+2*time.Millisecond)) {
 		t.Fatalf("the rings chosen at %.2f GB/s against attach's %.2f", p.ring, p.attach)
 	}
-	if p.choose(paceMin-1, at(paceFirst+3*paceBurst)) {
+	if p.choose(paceMin-1, at(paceFirst+2*time.Millisecond)) {
 		t.Fatal("a Put below paceMin went by attach")
 	}
-	// The next probe tries the rings again.
-	if p.choose(paceMin, at(paceFirst+paceProbe)) {
-		t.Fatal("no probe of the rings one paceProbe after the last")
+	// The next probe tries the rings again, for paceProbePuts Puts.
+	for i := range paceProbePuts {
+		if p.choose(paceMin, at(paceFirst+paceProbe)) {
+			t.Fatalf("probe Put %d of the rings one paceProbe after the last went by attach", i)
+		}
 	}
-	if !p.choose(paceMin, at(paceFirst+paceProbe+2*paceBurst)) {
+	if !p.choose(paceMin, at(paceFirst+paceProbe)) {
 		t.Fatal("the rings chosen after the probe ended")
+	}
+	// A slow Put weighs by its time: averaging the time per byte, one
+	// Put at a tenth of the average speed takes it from 1 to about 0.31
+	// B/ns (averaging rates would give 0.78).
+	q := putPace{ring: 1}
+	q.record(false, 1000, 10*time.Microsecond) // 0.1 B/ns
+	if q.ring > 0.35 {
+		t.Fatalf("ring average %.3f B/ns after a Put at a tenth of 1 B/ns; want the time per byte averaged", q.ring)
 	}
 }

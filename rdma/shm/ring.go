@@ -25,8 +25,8 @@ import (
 //
 // and in every head, over bytes the packet header leaves as zero padding,
 //
-//	offWord1 (uint32)  recPacket: destination address; recPut, recGetReq:
-//	                   registration key; recGetData: status
+//	offWord1 (uint32)  recPacket: destination address; recPut, recGetReq,
+//	                   recRead: registration key; recGetData: status
 //	offType  (byte)    the record's type
 //
 // An 8-byte message is one 64-byte line. TestHeaderWire checks the two
@@ -36,6 +36,7 @@ const (
 	recPut     = 2  // bytes of a copied Put into registration word 1
 	recGetReq  = 3  // a copied Get asks for bytes of registration word 1
 	recGetData = 4  // bytes answering a copied Get; word 1 is a status
+	recRead    = 5  // the owner is to read part of a split Put into registration word 1
 	recSkip    = 15 // nothing up to the end of the ring: continue at its start
 
 	headSize     = packet.HeaderWireSize
@@ -45,14 +46,17 @@ const (
 	recAlign     = 64
 )
 
-// Fields of the heads of recPut, recGetReq and recGetData (byte offsets).
+// Fields of the heads of recPut, recGetReq, recGetData and recRead (byte
+// offsets).
 const (
-	fRegAddr = 0  // recPut, recGetReq: the Region's Addr
-	fRegLen  = 8  // recPut, recGetReq: the Region's Len
-	fOff     = 16 // recPut, recGetReq: offset in the region; recGetData: offset in the Get's dst
-	fN       = 24 // recGetReq: bytes asked for
+	fRegAddr = 0  // recPut, recGetReq, recRead: the Region's Addr
+	fRegLen  = 8  // recPut, recGetReq, recRead: the Region's Len
+	fOff     = 16 // recPut, recGetReq, recRead: offset in the region; recGetData: offset in the Get's dst
+	fN       = 24 // recGetReq: bytes asked for; recRead: bytes to read
 	fReqID   = 32 // recGetReq, recGetData: the Get's id
+	fSrc     = 32 // recRead: the address of the bytes in the producer
 	fLen     = 40 // uint32: the data bytes after the head
+	fState   = 44 // uint32, recRead: waiting, taken or cancelled (split.go)
 )
 
 // Statuses of recGetData.
@@ -177,6 +181,9 @@ type outRing struct {
 	tail      uint64       // the producer's position (ctl.tail is its published copy)
 	headCache uint64       // the last ctl.head seen: room is known without reading it
 	puts      []startedPut // Puts started and not all written, in order
+	splits    []splitPut   // Puts split with the owner whose read has not ended, in order
+	reads     uint64       // recRead records written
+	noSplit   bool         // the owner failed a read: split no more
 	pace      putPace      // how fast large Puts go each way (pace.go)
 	_         cpu.CacheLinePad
 
@@ -368,7 +375,7 @@ func (ir *inRing) peekRing() (rec []byte, typ, n int, word1 uint32, ok, corrupt 
 			continue
 		case recPacket:
 			n = int(le.Uint32(head[offPacketLen:]))
-		case recPut, recGetReq, recGetData:
+		case recPut, recGetReq, recGetData, recRead:
 			n = int(le.Uint32(head[fLen:]))
 		default:
 			return nil, 0, 0, 0, false, true

@@ -31,12 +31,12 @@ import (
 // after it, and write only the rings they produce into (records and tail).
 const (
 	segMagic   = 0x3168_6d73_6970_6d66 // "fmpishm1", little-endian
-	segVersion = 1
+	segVersion = 2
 	pageSize   = 4096
 	// ringTableOff is where the table of ring senders starts.
 	ringTableOff = 1024
 	// ringDataOff is where a ring's records start, after its ringCtl.
-	ringDataOff = 256
+	ringDataOff = 512
 )
 
 // segHeader is the start of every segment.
@@ -70,7 +70,8 @@ type segHeader struct {
 
 // ringCtl holds the two indices of one ring, each on its own cache line:
 // positions in bytes since the ring was made, never wrapped (a record is
-// at position % RingSize).
+// at position % RingSize); and, on a third line, what the consumer tells
+// the producer of the split Puts it carried out (memory.go, splitPut).
 type ringCtl struct {
 	_ cpu.CacheLinePad
 	// tail is the end of the published records: Stored by the producer
@@ -83,6 +84,18 @@ type ringCtl struct {
 	// over them.
 	head atomic.Uint64
 	_    cpu.CacheLinePad
+	// reads counts the recRead records the consumer has carried out
+	// (read its part of a split Put, or failed to): Stored by the
+	// consumer after the read, Loaded by the producer, which then may
+	// reuse the bytes read.
+	reads atomic.Uint64
+	// readFailed is set (1) by the consumer before it counts a read that
+	// failed, and never cleared: the producer then writes the rest of
+	// every split Put it sees end itself, and splits no more.
+	readFailed atomic.Uint32
+	// readNanos is how long the last read took (Stored before reads).
+	readNanos atomic.Uint64
+	_         cpu.CacheLinePad
 }
 
 // regSlot describes one registration to peers. The owner stores addr and

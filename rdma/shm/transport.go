@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -49,6 +50,9 @@ type Transport struct {
 	layout *rdma.Layout
 	cfg    Config
 	name   string
+	// splitWait is how long a split Put waits for its owner's read
+	// before it cancels it (attachAfter; tests change it).
+	splitWait time.Duration
 
 	// out[p] is the ring this process sends into at process p: a peer
 	// or itself; nil for the others.
@@ -155,7 +159,7 @@ func New(cfg Config) (*Transport, error) {
 	cfg = cfg.withDefaults()
 	cfg.Peers = slices.Clone(cfg.Peers)
 	ex := cfg.Exchange
-	t := &Transport{rank: ex.Rank(), layout: cfg.Layout, cfg: cfg, out: make([]*outRing, ex.Size())}
+	t := &Transport{rank: ex.Rank(), layout: cfg.Layout, cfg: cfg, splitWait: attachAfter, out: make([]*outRing, ex.Size())}
 	t.dir.Store(new([]*bindChunk))
 	t.pools.Add(cfg.Pool)
 
@@ -781,10 +785,10 @@ func (o *outRing) alive() error {
 func (t *Transport) Close() error {
 	// The started Puts end after the locks are released (their PutDone
 	// may Send, which now fails with rdma.ErrClosed).
-	var ended []startedPut
+	var ended []rdma.PutDone
 	defer func() {
-		for _, p := range ended {
-			p.done.PutDone(packet.NoWorker, rdma.ErrClosed)
+		for _, d := range ended {
+			d.PutDone(packet.NoWorker, rdma.ErrClosed)
 		}
 	}()
 	t.mu.Lock()
@@ -802,9 +806,15 @@ func (t *Transport) Close() error {
 		if o != nil {
 			o.mu.lock()
 			o.dead = true
-			ended = append(ended, o.puts...)
-			t.putting.Add(-int32(len(o.puts)))
-			o.puts = nil
+			for _, p := range o.puts {
+				ended = append(ended, p.done)
+			}
+			for _, p := range o.splits {
+				p.pin.Unpin()
+				ended = append(ended, p.done)
+			}
+			t.putting.Add(-int32(len(o.puts) + len(o.splits)))
+			o.puts, o.splits = nil, nil
 			o.mu.unlock()
 		}
 	}

@@ -784,11 +784,92 @@ func TestStartedPutAttachesWhenOwnerStalls(t *testing.T) {
 	}
 }
 
-// TestPacedPutAttaches: with RingPuts, a large Put (started or not) goes
-// by cross-memory attach when the transport measured that way faster
-// (pace.go): the bytes are in the owner's buffer when the call returns,
-// with no Progress at the owner, and the measure is updated.
-func TestPacedPutAttaches(t *testing.T) {
+// TestPacedPutSplits: a large Put that pace sends the attach way is split
+// (split.go): StartPut writes the first half and leaves the second to the
+// owner, whose Progress reads it; the sender's Progress ends the Put only
+// after that. An owner that cannot attach to the sender fails its read:
+// the sender then writes that half itself, and splits no more. A blocking
+// Put goes by one process_vm_writev. Every way is measured.
+func TestPacedPutSplits(t *testing.T) {
+	const size = 256 << 10
+	pool := newPool(t, 512)
+	j := newJob(t, 2, 2, func(int) shm.Config { return shm.Config{Pool: pool, RingSize: 8 << 10, RingPuts: true} })
+	if !strings.HasSuffix(j.trs[0].Name(), "+ringput") {
+		t.Skipf("cross-memory attach is refused here (%s): the rings are the only way", j.trs[0].Name())
+	}
+	if err := j.trs[1].Bind(1, &counter{pool: pool}, pool); err != nil {
+		t.Fatal(err)
+	}
+	dst, src := make([]byte, size), make([]byte, size)
+	r, err := j.trs[1].Register(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.trs[0].SetSplitWait(time.Hour) // never cancelled, however slow the test runs
+	// split runs one started Put and reports whether it went split.
+	split := func(seed uint32) bool {
+		t.Helper()
+		j.trs[0].PreferAttach(1)
+		fillData(src, seed, 1)
+		calls := &putCalls{}
+		pending, err := j.trs[0].StartPut(1, r, 0, src, putLog{0, calls})
+		if err != nil {
+			t.Fatalf("StartPut: %v", err)
+		}
+		if !pending {
+			return false
+		}
+		j.trs[0].Progress(0)
+		if c := calls.get(); len(c) != 0 {
+			t.Fatalf("the split Put ended (%v) before its owner read its half", c)
+		}
+		for i := 0; len(calls.get()) == 0; i++ {
+			if i == 1e6 {
+				t.Fatalf("the split Put never ended: %s", j.trs[0].RingsString())
+			}
+			j.trs[1].Progress(0)
+			j.trs[0].Progress(0)
+		}
+		if c := calls.get(); len(c) != 1 || c[0].err != nil {
+			t.Fatalf("PutDone calls %v, want one without error", c)
+		}
+		if !bytes.Equal(dst, src) {
+			t.Fatal("after a split Put, the owner's buffer does not hold what was Put")
+		}
+		return true
+	}
+	if !split(31) {
+		t.Fatal("StartPut did not split")
+	}
+	if a := j.trs[0].PaceAttach(1); a == 2 {
+		t.Error("the split Put was not measured")
+	}
+	fillData(src, 32, 1)
+	if err := j.trs[0].Put(1, r, 0, src); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(dst, src) {
+		t.Fatal("after Put by attach, the owner's buffer does not hold what was Put")
+	}
+	// The owner may no longer attach to the sender: its read fails.
+	j.trs[1].RefuseAttach(0)
+	if !split(33) {
+		t.Fatal("StartPut did not split while no read had failed")
+	}
+	if split(34) {
+		t.Fatal("StartPut split again after its owner failed a read")
+	}
+	if !bytes.Equal(dst, src) {
+		t.Fatal("after Put by attach, the owner's buffer does not hold what was Put")
+	}
+}
+
+// TestSplitPutCancelled: a split Put whose owner does not run its
+// Progress is cancelled once the sender's half has been written for
+// attachAfter: the sender writes the rest and ends the Put, and the
+// owner, coming later to the record, reads nothing (the sender may have
+// reused its buffer by then).
+func TestSplitPutCancelled(t *testing.T) {
 	const size = 256 << 10
 	pool := newPool(t, 512)
 	j := newJob(t, 2, 2, func(int) shm.Config { return shm.Config{Pool: pool, RingSize: 8 << 10, RingPuts: true} })
@@ -804,22 +885,47 @@ func TestPacedPutAttaches(t *testing.T) {
 		t.Fatal(err)
 	}
 	j.trs[0].PreferAttach(1)
-	fillData(src, 31, 1)
-	pending, err := j.trs[0].StartPut(1, r, 0, src, putLog{0, &putCalls{}})
-	if err != nil || pending {
-		t.Fatalf("StartPut: pending %v, error %v; want it done by attach", pending, err)
+	fillData(src, 41, 1)
+	want := slices.Clone(src)
+	calls := &putCalls{}
+	pending, err := j.trs[0].StartPut(1, r, 0, src, putLog{0, calls})
+	if err != nil || !pending {
+		t.Fatalf("StartPut: pending %v, error %v; want a split Put pending", pending, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(calls.get()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the split Put was not cancelled while its owner did not run")
+		}
+		j.trs[0].Progress(0)
+	}
+	if c := calls.get(); len(c) != 1 || c[0].err != nil {
+		t.Fatalf("PutDone calls %v, want one without error", c)
+	}
+	if !bytes.Equal(dst, want) {
+		t.Fatal("after a cancelled split Put, the owner's buffer does not hold what was Put")
+	}
+	fillData(src, 42, 1) // the sender reuses its buffer
+	for range 10 {
+		j.trs[1].Progress(0)
+	}
+	if !bytes.Equal(dst, want) {
+		t.Fatal("the owner read a cancelled split Put's half")
+	}
+	// The ring goes on: the next split Put ends normally.
+	j.trs[0].PreferAttach(1)
+	pending, err = j.trs[0].StartPut(1, r, 0, src, putLog{1, calls})
+	if err != nil || !pending {
+		t.Fatalf("second StartPut: pending %v, error %v", pending, err)
+	}
+	for len(calls.get()) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second split Put never ended")
+		}
+		j.trs[1].Progress(0)
+		j.trs[0].Progress(0)
 	}
 	if !bytes.Equal(dst, src) {
-		t.Fatal("after StartPut by attach, the owner's buffer does not hold what was Put")
-	}
-	fillData(src, 32, 1)
-	if err := j.trs[0].Put(1, r, 0, src); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(dst, src) {
-		t.Fatal("after Put by attach, the owner's buffer does not hold what was Put")
-	}
-	if a := j.trs[0].PaceAttach(1); a == 2 {
-		t.Error("the attached Puts were not measured")
+		t.Fatal("after the second split Put, the owner's buffer does not hold what was Put")
 	}
 }

@@ -1,0 +1,217 @@
+//go:build linux
+
+package shm
+
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fibermpi/fibermpi/rdma"
+)
+
+// Split Puts. One process_vm_writev moves a large Put at 7.3–8.7 GB/s on
+// the development machine, however the host places the two processes;
+// the rings go faster (16–19 GB/s) only with the two CPUs close, and lose
+// (3.1–4.6 GB/s) with them far apart (pace.go). Two copiers attached at
+// once, the sender writing the first half by process_vm_writev while the
+// owner reads the second by process_vm_readv, measured 12–16 GB/s with the
+// CPUs far apart as with them close (a throwaway two-process program,
+// session 20 of BENCHMARKS.md, issue 12). So where the kernel allows
+// cross-memory attach, the way pace sets against the rings is this one: a
+// started Put of at least paceMin bytes
+//
+//   - pins its source and writes a recRead record (the registration, the
+//     offset and length of the second part, the part's address in the
+//     sender) into the owner's ring, and wakes the owner;
+//   - writes the first part itself, then returns pending;
+//   - the owner's Progress, taking the record in ring order, reads the
+//     second part into its registration and counts it in the ring's
+//     ringCtl.reads (a read that fails sets ringCtl.readFailed first);
+//   - the sender's Progress ends the Put (PutDone) once its own part is
+//     written and reads has reached the record's number.
+//
+// The owner takes no part in the endpoint protocol's messages: the Done
+// the sender sends from PutDone follows the recRead in the same ring, and
+// its read is over by then. A read that failed (the owner may not attach
+// to the sender, although the sender may attach to it) makes the sender
+// write the rest of that Put and of every later one itself, and split no
+// more towards that owner.
+//
+// An owner that does not run its Progress (a long computation) would hold
+// the Put up. So the record has a state word: the owner takes the record
+// (fState 0 → 1) before it reads; a sender whose own part has been
+// written for attachAfter while the read has not ended cancels the record
+// (0 → 2) and writes the rest itself, as a Put through the rings does when
+// its ring stays full; the owner skips a cancelled record (and counts
+// it). The record stays in the ring until the owner is past it, so the
+// sender may touch it until then.
+
+// splitPut is a started Put split with its owner, under outRing.mu.
+type splitPut struct {
+	seq     uint64      // its recRead's number in the ring (outRing.reads)
+	r       rdma.Region // the owner's registration
+	off     uint64      // where the Put starts in it
+	src     []byte      // the whole Put; the owner reads src[at:]
+	at      int
+	done    rdma.PutDone
+	pin     *runtime.Pinner // src, while the owner may read it
+	written bool            // the sender's part is written
+	wrote   time.Duration   // how long writing it took
+	err     error           // of the sender's part
+	state   *atomic.Uint32  // the record's state word (fState)
+	since   time.Time       // when the sender's part was written
+}
+
+// States of a recRead record (its fState word).
+const (
+	readWaiting   = 0
+	readTaken     = 1 // by the owner, who reads
+	readCancelled = 2 // by the sender, who writes the rest itself
+)
+
+// recState returns the state word of the recRead record rec.
+func recState(rec []byte) *atomic.Uint32 {
+	// Safety: records start on 64-byte boundaries of a page-aligned
+	// mapping, so the word at fState is 4-aligned; it stays mapped while
+	// the transport is open, and nobody but the record's sender and owner
+	// touches it while the record is in the ring.
+	return (*atomic.Uint32)(unsafe.Pointer(&rec[fState]))
+}
+
+// splitAt is where a split Put of n bytes hands over to the owner: the
+// half, on a page.
+func splitAt(n int) int { return n / 2 &^ (pageSize - 1) }
+
+// startSplit starts a split Put of src at off of r into o's process
+// (StartPut, once pace chose the way by attach). With no room in the ring
+// for the record, with started Puts through the rings still being written
+// (started Puts go in order), or once the owner failed a read, it writes
+// the whole Put by one process_vm_writev instead (pending false).
+func (t *Transport) startSplit(o *outRing, r rdma.Region, off uint64, src []byte, done rdma.PutDone) (bool, error) {
+	at := splitAt(len(src))
+	p := splitPut{r: r, off: off, src: src, at: at, done: done, pin: new(runtime.Pinner)}
+	p.pin.Pin(&src[0])
+	o.mu.lock()
+	if o.dead {
+		o.mu.unlock()
+		p.pin.Unpin()
+		return false, rdma.ErrClosed
+	}
+	size := uint64(recordSize(0))
+	pos, ok := uint64(0), !o.noSplit && len(o.puts) == 0
+	if ok {
+		pos, ok = o.reserve(size)
+	}
+	if !ok {
+		o.mu.unlock()
+		p.pin.Unpin()
+		return false, o.attachPut(r, off, src)
+	}
+	rec := o.data[pos : pos+size]
+	le.PutUint64(rec[fRegAddr:], r.Addr)
+	le.PutUint64(rec[fRegLen:], r.Len)
+	le.PutUint64(rec[fOff:], off+uint64(at))
+	le.PutUint64(rec[fN:], uint64(len(src)-at))
+	le.PutUint64(rec[fSrc:], bufAddr(src[at:]))
+	putHead(rec, recRead, r.Key, 0)
+	p.state = recState(rec)
+	p.state.Store(readWaiting)
+	o.publish(size)
+	o.reads++
+	p.seq = o.reads
+	o.splits = append(o.splits, p)
+	t.putting.Add(1)
+	o.mu.unlock()
+	o.wake()
+
+	began := time.Now()
+	err := o.vm(unix.ProcessVMWritev, src[:at], r.Addr+off)
+	now := time.Now()
+	o.mu.lock()
+	for i := range o.splits {
+		if q := &o.splits[i]; q.seq == p.seq {
+			q.written, q.wrote, q.err, q.since = true, now.Sub(began), err, now
+			break
+		}
+	}
+	o.mu.unlock()
+	return true, nil
+}
+
+// endSplits ends, with worker w, the split Puts into o's process whose
+// two parts are written, in order, and returns how many it ended.
+func (t *Transport) endSplits(w int, o *outRing) int {
+	ended := 0
+	for {
+		o.mu.lock()
+		if o.dead || len(o.splits) == 0 || !o.splits[0].written {
+			o.mu.unlock()
+			return ended
+		}
+		p := o.splits[0]
+		cancelled := false
+		if o.ctl.reads.Load() < p.seq {
+			// The owner has not read its part: cancel the read if it has
+			// not taken the record and has let it wait long enough.
+			if time.Since(p.since) <= t.splitWait || !p.state.CompareAndSwap(readWaiting, readCancelled) {
+				o.mu.unlock()
+				return ended
+			}
+			cancelled = true
+		}
+		o.splits[0] = splitPut{}
+		o.splits = o.splits[1:]
+		failed := !cancelled && o.ctl.readFailed.Load() != 0
+		if failed {
+			o.noSplit = true
+		}
+		t.putting.Add(-1)
+		o.mu.unlock()
+		err := p.err
+		switch {
+		case err != nil:
+		case failed || cancelled:
+			// This Put's read may have been the one that failed.
+			err = o.vm(unix.ProcessVMWritev, p.src[p.at:], p.r.Addr+p.off+uint64(p.at))
+		default:
+			// The two copies ran at once, if the owner was not still
+			// busy with what the ring held before: the slower one is the
+			// Put's time. (From the start to the end seen here would
+			// count that backlog, and the sender's work between its
+			// Progress calls.)
+			o.recordPut(true, len(p.src), max(p.wrote, time.Duration(o.ctl.readNanos.Load())))
+		}
+		p.pin.Unpin()
+		p.done.PutDone(w, err)
+		ended++
+	}
+}
+
+// read carries out a recRead record from ir's producer: it reads n bytes
+// at src in the producer's memory into this process's registration r at
+// off, then counts the read in the ring (a failed one after setting
+// readFailed), with how long it took. A registration withdrawn meanwhile
+// takes nothing, as for recPut; a record its sender cancelled, nothing at
+// all. The caller holds ir's take.
+func (t *Transport) read(ir *inRing, rec []byte, r rdma.Region, off, n, src uint64) {
+	defer ir.ctl.reads.Add(1)
+	if !recState(rec).CompareAndSwap(readWaiting, readTaken) {
+		return
+	}
+	o := t.out[ir.from]
+	ok := o != nil && o.cma && rdma.CheckBounds(r, off, int(n)) == nil
+	if ok {
+		_ = t.local(r, off, int(n), func(dst []byte) {
+			began := time.Now()
+			ok = o.vm(unix.ProcessVMReadv, dst, src) == nil
+			ir.ctl.readNanos.Store(uint64(time.Since(began)))
+		})
+	}
+	if !ok {
+		ir.ctl.readFailed.Store(1)
+	}
+}
