@@ -504,6 +504,7 @@ func (t *Transport) apply(ir *inRing, typ, n int, word1 uint32, rec []byte) {
 	data := rec[headSize : headSize+n]
 	switch typ {
 	case recPut:
+		ir.bulk.Store(sinceEpoch())
 		r := rdma.Region{Key: word1, Addr: le.Uint64(rec[fRegAddr:]), Len: le.Uint64(rec[fRegLen:])}
 		off := le.Uint64(rec[fOff:])
 		if rdma.CheckBounds(r, off, len(data)) == nil {

@@ -203,6 +203,8 @@ type outRing struct {
 	chunk   int // the most data bytes in one recPut or recGetData record
 	// raceSync is nil except in race builds (race.go).
 	raceSync *atomic.Uint64
+	// back is this process's ring from the receiver (nil for self).
+	back *inRing
 	// pidfd is a pidfd of the receiver (to notice its exit), or -1:
 	// Stored by New and Close, Loaded by the liveness checks.
 	pidfd atomic.Int32
@@ -327,6 +329,11 @@ type inRing struct {
 	from int // the producer
 	// raceSync is nil except in race builds (race.go).
 	raceSync *atomic.Uint64
+
+	// bulk is when a Put's bytes last came from the producer (recPut,
+	// recRead; sinceEpoch, 0 for never): Stored under take, Loaded by
+	// this process's split Puts towards the producer (split.go).
+	bulk atomic.Int64
 }
 
 // endDeliver releases deliver, and take if the deliverer holds it

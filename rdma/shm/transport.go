@@ -230,6 +230,7 @@ func New(cfg Config) (*Transport, error) {
 		if err != nil {
 			return fail(err)
 		}
+		o.back = t.in[len(t.in)-1]
 		t.out[p] = o
 		if o.cma {
 			cma++

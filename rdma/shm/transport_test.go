@@ -929,3 +929,54 @@ func TestSplitPutCancelled(t *testing.T) {
 		t.Fatal("after the second split Put, the owner's buffer does not hold what was Put")
 	}
 }
+
+// TestSplitPutNotBothWays: while the owner also Puts into the sender's
+// process, a Put that pace sends the attach way is one process_vm_writev,
+// not split (split.go, bulkWindow).
+func TestSplitPutNotBothWays(t *testing.T) {
+	const size = 256 << 10
+	pool := newPool(t, 512)
+	j := newJob(t, 2, 2, func(int) shm.Config { return shm.Config{Pool: pool, RingSize: 8 << 10, RingPuts: true} })
+	if !strings.HasSuffix(j.trs[0].Name(), "+ringput") {
+		t.Skipf("cross-memory attach is refused here (%s): the rings are the only way", j.trs[0].Name())
+	}
+	for i, tr := range j.trs {
+		if err := tr.Bind(rdma.Addr(i), &counter{pool: pool}, pool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bufs := [2][]byte{make([]byte, size), make([]byte, size)}
+	var regs [2]rdma.Region
+	for i, tr := range j.trs {
+		r, err := tr.Register(bufs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		regs[i] = r
+	}
+	// Process 1 Puts through the rings into process 0, which takes the
+	// chunks as its Progress runs.
+	back := make([]byte, 16<<10)
+	fillData(back, 51, 1)
+	calls := &putCalls{}
+	if _, err := j.trs[1].StartPut(0, regs[0], 0, back, putLog{0, calls}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; len(calls.get()) == 0 || !bytes.Equal(bufs[0][:len(back)], back); i++ {
+		if i == 1e6 {
+			t.Fatal("the Put into process 0 never ended")
+		}
+		j.trs[0].Progress(0)
+		j.trs[1].Progress(0)
+	}
+	src := make([]byte, size)
+	fillData(src, 52, 1)
+	j.trs[0].PreferAttach(1)
+	pending, err := j.trs[0].StartPut(1, regs[1], 0, src, putLog{1, calls})
+	if err != nil || pending {
+		t.Fatalf("StartPut: pending %v, error %v; want one writev while the owner Puts back", pending, err)
+	}
+	if !bytes.Equal(bufs[1], src) {
+		t.Fatal("after StartPut by attach, the owner's buffer does not hold what was Put")
+	}
+}
