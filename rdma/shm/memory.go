@@ -198,6 +198,9 @@ func (t *Transport) Put(owner rdma.Addr, r rdma.Region, off uint64, src []byte) 
 	if err != nil || len(src) == 0 {
 		return err
 	}
+	if !o.self {
+		o.bulk(len(src))
+	}
 	switch {
 	case o.self:
 		return t.local(r, off, len(src), func(dst []byte) { copy(dst, src) })
@@ -394,6 +397,7 @@ func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []b
 	if o.self || !o.ringPut {
 		return false, t.Put(owner, r, off, src)
 	}
+	o.bulk(len(src))
 	if o.chooseAttach(len(src)) {
 		return t.startSplit(o, r, off, src, done)
 	}
@@ -504,7 +508,6 @@ func (t *Transport) apply(ir *inRing, typ, n int, word1 uint32, rec []byte) {
 	data := rec[headSize : headSize+n]
 	switch typ {
 	case recPut:
-		ir.bulk.Store(sinceEpoch())
 		r := rdma.Region{Key: word1, Addr: le.Uint64(rec[fRegAddr:]), Len: le.Uint64(rec[fRegLen:])}
 		off := le.Uint64(rec[fOff:])
 		if rdma.CheckBounds(r, off, len(data)) == nil {

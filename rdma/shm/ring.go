@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/cpu"
 
@@ -184,6 +185,7 @@ type outRing struct {
 	splits    []splitPut   // Puts split with the owner whose read has not ended, in order
 	reads     uint64       // recRead records written
 	noSplit   bool         // the owner failed a read: split no more
+	bothAt    time.Time    // when the owner was last seen sending large Puts back at once (split.go)
 	pace      putPace      // how fast large Puts go each way (pace.go)
 	_         cpu.CacheLinePad
 
@@ -329,11 +331,6 @@ type inRing struct {
 	from int // the producer
 	// raceSync is nil except in race builds (race.go).
 	raceSync *atomic.Uint64
-
-	// bulk is when a Put's bytes last came from the producer (recPut,
-	// recRead; sinceEpoch, 0 for never): Stored under take, Loaded by
-	// this process's split Puts towards the producer (split.go).
-	bulk atomic.Int64
 }
 
 // endDeliver releases deliver, and take if the deliverer holds it

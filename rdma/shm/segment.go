@@ -95,7 +95,12 @@ type ringCtl struct {
 	readFailed atomic.Uint32
 	// readNanos is how long the last read took (Stored before reads).
 	readNanos atomic.Uint64
-	_         cpu.CacheLinePad
+	// bulk counts the producer's Puts of at least paceMin towards the
+	// consumer: Added by the producer as each starts, Loaded by the
+	// consumer around its own Puts towards the producer (split.go,
+	// bothWays).
+	bulk atomic.Uint64
+	_    cpu.CacheLinePad
 }
 
 // regSlot describes one registration to peers. The owner stores addr and

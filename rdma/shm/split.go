@@ -50,25 +50,51 @@ import (
 // it). The record stays in the ring until the owner is past it, so the
 // sender may touch it until then.
 //
-// Between two processes that both send large messages to each other, both
-// CPUs are busy copying already: there the owner's read only takes time
-// from its own sends, and bibw at 1 MiB measured 21.1 → 18.9 GB/s with
-// the CPUs close (session 20). So a Put is not split while its owner has
-// sent this process bytes of its own Puts within the last bulkWindow
-// (inRing.bulk); it goes by one process_vm_writev, as before splits.
-const bulkWindow = 10 * time.Millisecond
+// Between two processes that both send large messages to each other at
+// once, both CPUs are busy copying already: there the owner's read only
+// takes time from its own sends, and bibw at 1 MiB measured 21.1 → 18.9
+// GB/s with the CPUs close (session 20). So a Put is not split for
+// bothWindow after the owner started a large Put of its own towards this
+// process while one of this process's attached Puts towards it ran
+// (ringCtl.bulk counts the owner's large Puts); it goes by one
+// process_vm_writev, as before splits. Messages that only alternate (a
+// ping-pong: each side sends once the other's message is in) never
+// overlap so, and stay split.
+const bothWindow = 10 * time.Millisecond
 
-// epoch is the origin of inRing.bulk's times.
-var epoch = time.Now()
+// overlapped notes, with o.mu held, that a Put towards o's owner that began
+// when the owner had started seen large Puts ends at now: if the owner
+// started another meanwhile, the two send large messages both ways at once.
+func (o *outRing) overlapped(seen uint64, now time.Time) {
+	if o.back.ctl.bulk.Load() != seen {
+		o.bothAt = now
+	}
+}
 
-// sinceEpoch returns the time since epoch, at least 1 (0 means never).
-func sinceEpoch() int64 { return max(1, int64(time.Since(epoch))) }
+// bothWays reports, with o.mu held, whether o's owner was seen sending
+// large messages to this process at the same time as this process to it,
+// within bothWindow before now.
+func (o *outRing) bothWays(now time.Time) bool {
+	return !o.bothAt.IsZero() && now.Sub(o.bothAt) < bothWindow
+}
 
-// busyBack reports whether o's owner has put bytes into this process
-// within bulkWindow.
-func (o *outRing) busyBack() bool {
-	at := o.back.bulk.Load()
-	return at != 0 && sinceEpoch()-at < int64(bulkWindow)
+// bulk counts a Put of n bytes towards o's owner in the ring's control
+// block if it is large (the owner's overlapped looks at it).
+func (o *outRing) bulk(n int) {
+	if n >= paceMin {
+		o.ctl.bulk.Add(1)
+	}
+}
+
+// attachWatched is attachPut, noting whether the owner started a large Put
+// towards this process meanwhile.
+func (o *outRing) attachWatched(r rdma.Region, off uint64, src []byte) error {
+	seen := o.back.ctl.bulk.Load()
+	err := o.attachPut(r, off, src)
+	o.mu.lock()
+	o.overlapped(seen, time.Now())
+	o.mu.unlock()
+	return err
 }
 
 // splitPut is a started Put split with its owner, under outRing.mu.
@@ -85,6 +111,7 @@ type splitPut struct {
 	err     error           // of the sender's part
 	state   *atomic.Uint32  // the record's state word (fState)
 	since   time.Time       // when the sender's part was written
+	seen    uint64          // the owner's large Puts when this one began (ringCtl.bulk)
 }
 
 // States of a recRead record (its fState word).
@@ -111,11 +138,12 @@ func splitAt(n int) int { return n / 2 &^ (pageSize - 1) }
 // (StartPut, once pace chose the way by attach). With no room in the ring
 // for the record, with started Puts through the rings still being written
 // (started Puts go in order), once the owner failed a read, or while the
-// owner sends large messages to this process too, it writes the whole Put
-// by one process_vm_writev instead (pending false).
+// owner sends large messages to this process at the same time (bothWays),
+// it writes the whole Put by one process_vm_writev instead (pending
+// false).
 func (t *Transport) startSplit(o *outRing, r rdma.Region, off uint64, src []byte, done rdma.PutDone) (bool, error) {
 	at := splitAt(len(src))
-	p := splitPut{r: r, off: off, src: src, at: at, done: done, pin: new(runtime.Pinner)}
+	p := splitPut{r: r, off: off, src: src, at: at, done: done, pin: new(runtime.Pinner), seen: o.back.ctl.bulk.Load()}
 	p.pin.Pin(&src[0])
 	o.mu.lock()
 	if o.dead {
@@ -124,14 +152,14 @@ func (t *Transport) startSplit(o *outRing, r rdma.Region, off uint64, src []byte
 		return false, rdma.ErrClosed
 	}
 	size := uint64(recordSize(0))
-	pos, ok := uint64(0), !o.noSplit && len(o.puts) == 0 && !o.busyBack()
+	pos, ok := uint64(0), !o.noSplit && len(o.puts) == 0 && !o.bothWays(time.Now())
 	if ok {
 		pos, ok = o.reserve(size)
 	}
 	if !ok {
 		o.mu.unlock()
 		p.pin.Unpin()
-		return false, o.attachPut(r, off, src)
+		return false, o.attachWatched(r, off, src)
 	}
 	rec := o.data[pos : pos+size]
 	le.PutUint64(rec[fRegAddr:], r.Addr)
@@ -187,6 +215,7 @@ func (t *Transport) endSplits(w int, o *outRing) int {
 		}
 		o.splits[0] = splitPut{}
 		o.splits = o.splits[1:]
+		o.overlapped(p.seen, time.Now())
 		failed := !cancelled && o.ctl.readFailed.Load() != 0
 		if failed {
 			o.noSplit = true
@@ -221,7 +250,6 @@ func (t *Transport) endSplits(w int, o *outRing) int {
 // all. The caller holds ir's take.
 func (t *Transport) read(ir *inRing, rec []byte, r rdma.Region, off, n, src uint64) {
 	defer ir.ctl.reads.Add(1)
-	ir.bulk.Store(sinceEpoch())
 	if !recState(rec).CompareAndSwap(readWaiting, readTaken) {
 		return
 	}

@@ -930,9 +930,10 @@ func TestSplitPutCancelled(t *testing.T) {
 	}
 }
 
-// TestSplitPutNotBothWays: while the owner also Puts into the sender's
-// process, a Put that pace sends the attach way is one process_vm_writev,
-// not split (split.go, bulkWindow).
+// TestSplitPutNotBothWays: a Put that pace sends the attach way is not
+// split while the owner was seen starting large Puts towards the sender's
+// process during one of the sender's (split.go, bothWays); Puts that only
+// alternate, as in a ping-pong, stay split.
 func TestSplitPutNotBothWays(t *testing.T) {
 	const size = 256 << 10
 	pool := newPool(t, 512)
@@ -940,43 +941,72 @@ func TestSplitPutNotBothWays(t *testing.T) {
 	if !strings.HasSuffix(j.trs[0].Name(), "+ringput") {
 		t.Skipf("cross-memory attach is refused here (%s): the rings are the only way", j.trs[0].Name())
 	}
+	var regs [2]rdma.Region
+	var bufs, srcs [2][]byte
 	for i, tr := range j.trs {
 		if err := tr.Bind(rdma.Addr(i), &counter{pool: pool}, pool); err != nil {
 			t.Fatal(err)
 		}
-	}
-	bufs := [2][]byte{make([]byte, size), make([]byte, size)}
-	var regs [2]rdma.Region
-	for i, tr := range j.trs {
+		bufs[i], srcs[i] = make([]byte, size), make([]byte, size)
 		r, err := tr.Register(bufs[i])
 		if err != nil {
 			t.Fatal(err)
 		}
 		regs[i] = r
+		tr.SetSplitWait(time.Hour)
 	}
-	// Process 1 Puts through the rings into process 0, which takes the
-	// chunks as its Progress runs.
-	back := make([]byte, 16<<10)
-	fillData(back, 51, 1)
 	calls := &putCalls{}
-	if _, err := j.trs[1].StartPut(0, regs[0], 0, back, putLog{0, calls}); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; len(calls.get()) == 0 || !bytes.Equal(bufs[0][:len(back)], back); i++ {
-		if i == 1e6 {
-			t.Fatal("the Put into process 0 never ended")
+	// put starts a Put of process from's buffer into the other's and
+	// reports whether it is pending (split, or through the rings).
+	put := func(from int, seed uint32) bool {
+		t.Helper()
+		to := 1 - from
+		fillData(srcs[from], seed, 1)
+		j.trs[from].PreferAttach(to)
+		pending, err := j.trs[from].StartPut(rdma.Addr(to), regs[to], 0, srcs[from], putLog{from, calls})
+		if err != nil {
+			t.Fatal(err)
 		}
-		j.trs[0].Progress(0)
-		j.trs[1].Progress(0)
+		return pending
 	}
-	src := make([]byte, size)
-	fillData(src, 52, 1)
-	j.trs[0].PreferAttach(1)
-	pending, err := j.trs[0].StartPut(1, regs[1], 0, src, putLog{1, calls})
-	if err != nil || pending {
-		t.Fatalf("StartPut: pending %v, error %v; want one writev while the owner Puts back", pending, err)
+	// finish runs both Progresses until n Puts have ended, and checks the
+	// buffers.
+	finish := func(n int) {
+		t.Helper()
+		for i := 0; len(calls.get()) < n; i++ {
+			if i == 1e6 {
+				t.Fatalf("%d of %d Puts ended", len(calls.get()), n)
+			}
+			j.trs[0].Progress(0)
+			j.trs[1].Progress(0)
+		}
+		for i := range 2 {
+			if !bytes.Equal(bufs[1-i], srcs[i]) {
+				t.Fatalf("process %d's buffer does not hold what process %d Put", 1-i, i)
+			}
+		}
 	}
-	if !bytes.Equal(bufs[1], src) {
-		t.Fatal("after StartPut by attach, the owner's buffer does not hold what was Put")
+	// A ping-pong: each Put starts after the other's ended.
+	if !put(0, 1) {
+		t.Fatal("the first Put was not split")
+	}
+	finish(1)
+	if !put(1, 2) {
+		t.Fatal("the answer was not split")
+	}
+	finish(2)
+	if !put(0, 3) {
+		t.Fatal("a Put after the answer ended was not split: alternating Puts are not both ways at once")
+	}
+	// Both ways at once: process 1 starts a Put while process 0's runs.
+	if !put(1, 4) {
+		t.Fatal("process 1's Put was not split")
+	}
+	finish(4)
+	if put(0, 5) {
+		t.Fatal("a Put was split while the owner sends large Puts back at once")
+	}
+	if !bytes.Equal(bufs[1], srcs[0]) {
+		t.Fatal("after a Put by one writev, the owner's buffer does not hold what was Put")
 	}
 }
