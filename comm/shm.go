@@ -146,9 +146,9 @@ type shmSlot struct {
 	// deadlock watchdog sees the caller blocked while it is armed
 	// (endpoint.MemWait).
 	mw      endpoint.MemWait
-	seq     uint64   // collectives this rank started on the area
-	scratch []uint64 // reduction scratch
-	joined  bool     // the rank has found the area (under shmArea.pinMu)
+	seq     atomic.Uint64 // collectives this rank started on the area: Stored by the rank, Loaded by the deadlock watchdog too
+	scratch []uint64      // reduction scratch
+	joined  bool          // the rank has found the area (under shmArea.pinMu)
 	_       cpu.CacheLinePad
 }
 
@@ -168,13 +168,38 @@ func newArea(c endpoint.Comm, key areaKey) *shmArea {
 	n := len(c.Addrs)
 	a := &shmArea{n: n, slots: make([]shmSlot, n), key: key}
 	for i := range a.slots {
-		a.slots[i].mw.Comm, a.slots[i].mw.Me = c, i
+		mw := &a.slots[i].mw
+		mw.Comm, mw.Me = c, i
+		mw.Peers = func() []int { return a.late(i) }
 	}
 	for i := range a.cells {
 		a.cells[i].sleep = make([]padU64, (n+63)/64)
 		a.cells[i].pub = make([]shmPub, n)
 	}
 	return a
+}
+
+// late returns the ranks that rank me, waiting in its collective
+// mw.Seq, waits for as far as the area tells: those that have not begun
+// that collective, or, once every rank has, all the others (one of them
+// has yet to arrive, publish or exit). For the deadlock watchdog, from
+// its own goroutine: it reads only atomics.
+func (a *shmArea) late(me int) []int {
+	seq := a.slots[me].mw.Seq.Load()
+	var late []int
+	for j := range a.slots {
+		if j != me && a.slots[j].seq.Load() <= seq {
+			late = append(late, j)
+		}
+	}
+	if len(late) == 0 {
+		for j := range a.slots {
+			if j != me {
+				late = append(late, j)
+			}
+		}
+	}
+	return late
 }
 
 // wake wakes every rank sleeping on the cell.
@@ -421,8 +446,8 @@ func (x *shmBase) begin(ep *endpoint.Endpoint, a *shmArea, me int) {
 	s := &a.slots[me]
 	x.ep, x.proc, x.w = ep, ep.Proc(), ep.Waiter()
 	x.a, x.slot, x.me = a, s, me
-	x.seq = s.seq
-	s.seq++
+	x.seq = s.seq.Load()
+	s.seq.Store(x.seq + 1)
 	x.use = x.seq / shmCells
 	x.cl = &a.cells[x.seq%shmCells]
 }
