@@ -28,20 +28,18 @@ const (
 	// such as "0,2,4-7" (pin worker i to its i-th CPU, round robin).
 	EnvPin = "FIBERMPI_PIN"
 	// EnvShmPut chooses how a rendezvous message's bytes go to another
-	// process of the node: "rings" (the default; "auto" is the same)
-	// copies them through the shared-memory rings, the sender copying
-	// chunks in while the receiver's progress copies them out, and falls
-	// back to one process_vm_writev for the rest of a message whose
-	// receiver stops taking chunks for 50 µs, and sends a message of
-	// 64 KiB or more attached while that measured faster towards its
-	// receiver (rdma/shm measures both ways per peer): the sender writes
-	// half by process_vm_writev while the receiver's progress reads the
-	// other half by process_vm_readv;
-	// "attach" always makes one process_vm_writev of the sender's (the
-	// receiver takes no part).
-	// rings measured about 2× attach's bandwidth between two processes at
-	// 16 KiB–4 MiB, and more with processes oversubscribing the CPUs
-	// (BENCHMARKS.md, issue 12).
+	// process of the node. "rings" (the default; "auto" is the same):
+	// through the shared-memory rings, the sender copying chunks in while
+	// the receiver's progress copies them out (the sender writes the rest
+	// by process_vm_writev if the receiver stops taking chunks for 50 µs),
+	// except that a message of 64 KiB or more goes attached while that
+	// measured faster towards its receiver (rdma/shm measures both ways
+	// per peer): the sender writes half by process_vm_writev while the
+	// receiver's progress reads the other half by process_vm_readv.
+	// "attach": always one process_vm_writev of the sender's (the receiver
+	// takes no part). "split": every message of 64 KiB or more attached
+	// and split, unmeasured (for tests and comparisons). BENCHMARKS.md
+	// (issue 12) has what each way measured.
 	EnvShmPut = "FIBERMPI_SHM_PUT"
 )
 
@@ -134,8 +132,8 @@ func (o Options) withEnv(lookup func(string) (string, bool)) (Options, error) {
 	if v, ok := lookup(EnvBind); ok && v != "" && v != "core" && v != "none" {
 		return bad(EnvBind, v, `want "core" or "none"`)
 	}
-	if v, ok := lookup(EnvShmPut); ok && v != "" && v != "auto" && v != "rings" && v != "attach" {
-		return bad(EnvShmPut, v, `want "auto", "rings" or "attach"`)
+	if v, ok := lookup(EnvShmPut); ok && v != "" && v != "auto" && v != "rings" && v != "attach" && v != "split" {
+		return bad(EnvShmPut, v, `want "auto", "rings", "attach" or "split"`)
 	}
 	return o, nil
 }

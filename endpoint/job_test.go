@@ -27,7 +27,7 @@ func TestJobPointToPoint(t *testing.T) {
 				if n != ranks {
 					return fmt.Errorf("world size %d, want %d", n, ranks)
 				}
-				for _, size := range []int{0, 8, 20_000} {
+				for _, size := range []int{0, 8, 20_000, 300_017} {
 					for d := 1; d < n; d++ {
 						to, from := (me+d)%n, (me-d+n)%n
 						msg := bytes.Repeat([]byte{byte(me + size)}, size)

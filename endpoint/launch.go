@@ -104,7 +104,7 @@ func (p *Process) connect() (rdma.Transport, error) {
 		// Every process takes part in shm.New's fences, with or without
 		// peers of its own node, so that none waits for another.
 		tr, err := shm.New(shm.Config{Exchange: p.boot, Layout: p.layout, Peers: same, PayloadSize: p.opts.PayloadSize,
-			RingPuts: os.Getenv(EnvShmPut) != "attach"})
+			RingPuts: os.Getenv(EnvShmPut) != "attach", SplitPuts: os.Getenv(EnvShmPut) == "split"})
 		if err != nil {
 			return nil, fmt.Errorf("%w: shared memory: %w", ErrJob, err)
 		}

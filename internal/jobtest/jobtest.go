@@ -47,8 +47,10 @@ type Setup struct {
 
 // Setups returns the layouts of the multi-transport suite for a job of
 // ranks ranks: in process (direct), in process with rdma.Local hidden (the
-// protocol between processes: offers, RTS), and 2 and 3 simulated
-// processes over a synchronous and an asynchronous bounded backend.
+// protocol between processes: offers, RTS), 2 and 3 simulated processes
+// over a synchronous and an asynchronous bounded backend, and real jobs
+// under fmpirun: 2 and 3 processes over shared memory, 2 over loopback
+// TCP, and 2 over shared memory with every large message split.
 func Setups(ranks int) []Setup {
 	same := func(n int, o func() endpoint.Options) func() []endpoint.Options {
 		return func() []endpoint.Options {
@@ -90,7 +92,12 @@ func Setups(ranks int) []Setup {
 		}
 	}
 	if ranks >= 2 {
-		s = append(s, Setup{Name: "procs=2/fmpirun-tcp", Procs: 2, Real: true, Env: []string{"FIBERMPI_TRANSPORT=tcp"}})
+		s = append(s,
+			Setup{Name: "procs=2/fmpirun-tcp", Procs: 2, Real: true, Env: []string{"FIBERMPI_TRANSPORT=tcp"}},
+			// Every rendezvous message of 64 KiB or more split between the
+			// two processes' copies (rdma/shm's split.go), unmeasured.
+			Setup{Name: "procs=2/fmpirun-split", Procs: 2, Real: true, Env: []string{"FIBERMPI_SHM_PUT=split"}},
+		)
 	}
 	return s
 }

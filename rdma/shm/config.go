@@ -94,6 +94,11 @@ type Config struct {
 	// A started Put goes attached split in two: the owner's Progress
 	// reads one half while the sender writes the other (split.go).
 	RingPuts bool
+	// SplitPuts, with RingPuts, splits every started Put of 64 KiB or more
+	// towards a process that allows cross-memory attach (split.go), as if
+	// that way always measured faster (for tests and comparisons; it
+	// still falls back to one process_vm_writev where split.go does).
+	SplitPuts bool
 	// Dir is the directory of the segments, a tmpfs; "" means
 	// DefaultDir. The launcher removes Dir/fibermpi-<jobid>-* at the end
 	// of a job.
@@ -211,6 +216,6 @@ func (c Config) String() string {
 	if c.Exchange != nil {
 		rank, size, job = c.Exchange.Rank(), c.Exchange.Size(), c.Exchange.JobID()
 	}
-	return fmt.Sprintf("shm.Config{job %q, rank %d of %d, peers %v, payload %d, ring %d, max addrs %d, max regions %d, force copy %v, ring puts %v, dir %s}",
-		job, rank, size, c.Peers, c.PayloadSize, c.RingSize, c.MaxAddrs, c.MaxRegions, c.ForceCopy, c.RingPuts, c.Dir)
+	return fmt.Sprintf("shm.Config{job %q, rank %d of %d, peers %v, payload %d, ring %d, max addrs %d, max regions %d, force copy %v, ring puts %v, split puts %v, dir %s}",
+		job, rank, size, c.Peers, c.PayloadSize, c.RingSize, c.MaxAddrs, c.MaxRegions, c.ForceCopy, c.RingPuts, c.SplitPuts, c.Dir)
 }

@@ -17,8 +17,9 @@
 // process_vm_readv: if that works, Put and Get towards that peer use
 // cross-memory attach (Put copies through the rings instead with
 // Config.RingPuts), else copies through the rings (Name reports
-// "shm+cma", "shm+copy" or "shm+cma+copy", and "shm+cma+ringput" with
-// RingPuts). After the second fence every
+// "shm+cma", "shm+copy" or "shm+cma+copy", "shm+cma+ringput" with
+// RingPuts, "shm+cma+ringput+split" with SplitPuts too). After the
+// second fence every
 // process removes the node's segment files: from then on the segments
 // exist only as mappings, so nothing is left in /dev/shm however the
 // processes end, kill -9 included. (A process killed between the two

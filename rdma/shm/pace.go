@@ -108,6 +108,9 @@ func (o *outRing) chooseAttach(n int) bool {
 	if !o.paced(n) {
 		return false
 	}
+	if o.alwaysSplit {
+		return true
+	}
 	o.mu.lock()
 	defer o.mu.unlock()
 	return o.pace.choose(n, time.Now())

@@ -202,7 +202,10 @@ type outRing struct {
 	// ringPut: Put copies through this ring (the kernel refuses
 	// cross-memory attach, or Config.RingPuts).
 	ringPut bool
-	chunk   int // the most data bytes in one recPut or recGetData record
+	// alwaysSplit: every started Put of paceMin bytes or more is split,
+	// unmeasured (Config.SplitPuts).
+	alwaysSplit bool
+	chunk       int // the most data bytes in one recPut or recGetData record
 	// raceSync is nil except in race builds (race.go).
 	raceSync *atomic.Uint64
 	// back is this process's ring from the receiver (nil for self).

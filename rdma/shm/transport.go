@@ -263,6 +263,9 @@ func New(cfg Config) (*Transport, error) {
 	}
 	if cfg.RingPuts && cma > 0 {
 		t.name += "+ringput"
+		if cfg.SplitPuts {
+			t.name += "+split"
+		}
 	}
 	return t, nil
 }
@@ -296,6 +299,7 @@ func (t *Transport) connect(p int) (*outRing, error) {
 	o := newOutRing(seg, ring, p, int(info.pid))
 	o.cma = !t.cfg.ForceCopy && !info.forceCopy && probe(int(info.pid), info.probe, info.nonce)
 	o.ringPut = !o.cma || t.cfg.RingPuts
+	o.alwaysSplit = o.cma && t.cfg.RingPuts && t.cfg.SplitPuts
 	if fd, err := unix.PidfdOpen(int(info.pid), 0); err == nil {
 		o.pidfd.Store(int32(fd))
 	}
