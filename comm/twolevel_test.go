@@ -263,11 +263,9 @@ func TestTwoLevelAreaOutlivesEarlyLeaver(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		v := []int64{0}
 		switch w.Rank() {
 		case 0:
-			v[0] = 42
-			if err := d.Bcast(v, 0); err != nil {
+			if err := d.Bcast([]int64{42}, 0); err != nil {
 				return err
 			}
 			if d.topology() == nil || d.topology().node == nil {
@@ -286,16 +284,7 @@ func TestTwoLevelAreaOutlivesEarlyLeaver(t *testing.T) {
 				fiber.Sleep(ep.Waiter(), time.Millisecond)
 			}
 		}
-		if err := d.Bcast(v, 0); err != nil {
-			return err
-		}
-		if v[0] != 42 {
-			return fmt.Errorf("rank %d: Bcast gave %d, want 42", w.Rank(), v[0])
-		}
-		if err := d.Free(); err != nil {
-			return err
-		}
-		return w.Barrier()
+		return lateBcast(w, d)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -784,6 +784,30 @@ func TestStartedPutAttachesWhenOwnerStalls(t *testing.T) {
 	}
 }
 
+// attachPair is a job of two processes whose Puts may go attached (the
+// test skips where the kernel refuses it), each bound at its rank's
+// address with a registered buffer of size bytes.
+func attachPair(t *testing.T, size int) (j *job, bufs [2][]byte, regs [2]rdma.Region) {
+	t.Helper()
+	pool := newPool(t, 512)
+	j = newJob(t, 2, 2, func(int) shm.Config { return shm.Config{Pool: pool, RingSize: 8 << 10, RingPuts: true} })
+	if !strings.HasSuffix(j.trs[0].Name(), "+ringput") {
+		t.Skipf("cross-memory attach is refused here (%s): the rings are the only way", j.trs[0].Name())
+	}
+	for i, tr := range j.trs {
+		if err := tr.Bind(rdma.Addr(i), &counter{pool: pool}, pool); err != nil {
+			t.Fatal(err)
+		}
+		bufs[i] = make([]byte, size)
+		r, err := tr.Register(bufs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		regs[i] = r
+	}
+	return j, bufs, regs
+}
+
 // TestPacedPutSplits: a large Put that pace sends the attach way is split
 // (split.go): StartPut writes the first half and leaves the second to the
 // owner, whose Progress reads it; the sender's Progress ends the Put only
@@ -791,20 +815,8 @@ func TestStartedPutAttachesWhenOwnerStalls(t *testing.T) {
 // the sender then writes that half itself, and splits no more. A blocking
 // Put goes by one process_vm_writev. Every way is measured.
 func TestPacedPutSplits(t *testing.T) {
-	const size = 256 << 10
-	pool := newPool(t, 512)
-	j := newJob(t, 2, 2, func(int) shm.Config { return shm.Config{Pool: pool, RingSize: 8 << 10, RingPuts: true} })
-	if !strings.HasSuffix(j.trs[0].Name(), "+ringput") {
-		t.Skipf("cross-memory attach is refused here (%s): the rings are the only way", j.trs[0].Name())
-	}
-	if err := j.trs[1].Bind(1, &counter{pool: pool}, pool); err != nil {
-		t.Fatal(err)
-	}
-	dst, src := make([]byte, size), make([]byte, size)
-	r, err := j.trs[1].Register(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j, bufs, regs := attachPair(t, 256<<10)
+	dst, src, r := bufs[1], make([]byte, len(bufs[1])), regs[1]
 	j.trs[0].SetSplitWait(time.Hour) // never cancelled, however slow the test runs
 	// split runs one started Put and reports whether it went split.
 	split := func(seed uint32) bool {
@@ -870,20 +882,8 @@ func TestPacedPutSplits(t *testing.T) {
 // owner, coming later to the record, reads nothing (the sender may have
 // reused its buffer by then).
 func TestSplitPutCancelled(t *testing.T) {
-	const size = 256 << 10
-	pool := newPool(t, 512)
-	j := newJob(t, 2, 2, func(int) shm.Config { return shm.Config{Pool: pool, RingSize: 8 << 10, RingPuts: true} })
-	if !strings.HasSuffix(j.trs[0].Name(), "+ringput") {
-		t.Skipf("cross-memory attach is refused here (%s): the rings are the only way", j.trs[0].Name())
-	}
-	if err := j.trs[1].Bind(1, &counter{pool: pool}, pool); err != nil {
-		t.Fatal(err)
-	}
-	dst, src := make([]byte, size), make([]byte, size)
-	r, err := j.trs[1].Register(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j, bufs, regs := attachPair(t, 256<<10)
+	dst, src, r := bufs[1], make([]byte, len(bufs[1])), regs[1]
 	j.trs[0].PreferAttach(1)
 	fillData(src, 41, 1)
 	want := slices.Clone(src)
@@ -935,24 +935,10 @@ func TestSplitPutCancelled(t *testing.T) {
 // process during one of the sender's (split.go, bothWays); Puts that only
 // alternate, as in a ping-pong, stay split.
 func TestSplitPutNotBothWays(t *testing.T) {
-	const size = 256 << 10
-	pool := newPool(t, 512)
-	j := newJob(t, 2, 2, func(int) shm.Config { return shm.Config{Pool: pool, RingSize: 8 << 10, RingPuts: true} })
-	if !strings.HasSuffix(j.trs[0].Name(), "+ringput") {
-		t.Skipf("cross-memory attach is refused here (%s): the rings are the only way", j.trs[0].Name())
-	}
-	var regs [2]rdma.Region
-	var bufs, srcs [2][]byte
+	j, bufs, regs := attachPair(t, 256<<10)
+	var srcs [2][]byte
 	for i, tr := range j.trs {
-		if err := tr.Bind(rdma.Addr(i), &counter{pool: pool}, pool); err != nil {
-			t.Fatal(err)
-		}
-		bufs[i], srcs[i] = make([]byte, size), make([]byte, size)
-		r, err := tr.Register(bufs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		regs[i] = r
+		srcs[i] = make([]byte, len(bufs[i]))
 		tr.SetSplitWait(time.Hour)
 	}
 	calls := &putCalls{}
