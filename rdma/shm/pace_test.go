@@ -70,3 +70,20 @@ func TestPutPace(t *testing.T) {
 		t.Fatalf("ring average %.3f B/ns after a Put at a tenth of 1 B/ns; want the time per byte averaged", q.ring)
 	}
 }
+
+// TestSplitAt: a split Put's two parts, the sender's on a page, the
+// owner's at most splitOwnerMax.
+func TestSplitAt(t *testing.T) {
+	for _, c := range []struct{ n, at int }{
+		{64 << 10, 32 << 10},
+		{100_000, 49152},
+		{1 << 20, 512 << 10},
+		{8 << 20, 4 << 20},
+		{9 << 20, 5 << 20},
+		{1 << 30, 1<<30 - splitOwnerMax},
+	} {
+		if at := splitAt(c.n); at != c.at {
+			t.Errorf("splitAt(%d) = %d, want %d", c.n, at, c.at)
+		}
+	}
+}
