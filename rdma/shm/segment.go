@@ -70,8 +70,9 @@ type segHeader struct {
 
 // ringCtl holds the two indices of one ring, each on its own cache line:
 // positions in bytes since the ring was made, never wrapped (a record is
-// at position % RingSize); and, on a third line, what the consumer tells
-// the producer of the split Puts it carried out (memory.go, splitPut).
+// at position % RingSize); and, on a third line, what the two tell each
+// other about large Puts (split.go): the split Puts the consumer carried
+// out, and the producer's count of its large Puts.
 type ringCtl struct {
 	_ cpu.CacheLinePad
 	// tail is the end of the published records: Stored by the producer
@@ -85,9 +86,9 @@ type ringCtl struct {
 	head atomic.Uint64
 	_    cpu.CacheLinePad
 	// reads counts the recRead records the consumer has carried out
-	// (read its part of a split Put, or failed to): Stored by the
-	// consumer after the read, Loaded by the producer, which then may
-	// reuse the bytes read.
+	// (read its part of a split Put, or failed to, or skipped it as
+	// cancelled): Added by the consumer after the read, Loaded by the
+	// producer, which then may reuse the bytes read.
 	reads atomic.Uint64
 	// readFailed is set (1) by the consumer before it counts a read that
 	// failed, and never cleared: the producer then writes the rest of
