@@ -100,19 +100,18 @@ func (o *outRing) attachWatched(r rdma.Region, off uint64, src []byte) error {
 
 // splitPut is a started Put split with its owner, under outRing.mu.
 type splitPut struct {
-	seq     uint64      // its recRead's number in the ring (outRing.reads)
-	r       rdma.Region // the owner's registration
-	off     uint64      // where the Put starts in it
-	src     []byte      // the whole Put; the owner reads src[at:]
-	at      int
-	done    rdma.PutDone
-	pin     *runtime.Pinner // src, while the owner may read it
-	written bool            // the sender's part is written
-	wrote   time.Duration   // how long writing it took
-	err     error           // of the sender's part
-	state   *atomic.Uint32  // the record's state word (fState)
-	since   time.Time       // when the sender's part was written
-	seen    uint64          // the owner's large Puts when this one began (ringCtl.bulk)
+	seq   uint64      // its recRead's number in the ring (outRing.reads)
+	r     rdma.Region // the owner's registration
+	off   uint64      // where the Put starts in it
+	src   []byte      // the whole Put; the owner reads src[at:]
+	at    int
+	done  rdma.PutDone
+	pin   *runtime.Pinner // src, while the owner may read it
+	wrote time.Duration   // how long writing it took
+	err   error           // of the sender's part
+	state *atomic.Uint32  // the record's state word (fState)
+	since time.Time       // when the sender's part was written (zero: not yet)
+	seen  uint64          // the owner's large Puts when this one began (ringCtl.bulk)
 }
 
 // States of a recRead record (its fState word).
@@ -151,12 +150,10 @@ func splitAt(n int) int { return max(n/2&^(pageSize-1), n-splitOwnerMax) }
 // false).
 func (t *Transport) startSplit(o *outRing, r rdma.Region, off uint64, src []byte, done rdma.PutDone) (bool, error) {
 	at := splitAt(len(src))
-	p := splitPut{r: r, off: off, src: src, at: at, done: done, pin: new(runtime.Pinner), seen: o.back.ctl.bulk.Load()}
-	p.pin.Pin(&src[0])
+	p := splitPut{r: r, off: off, src: src, at: at, done: done, seen: o.back.ctl.bulk.Load()}
 	o.mu.lock()
 	if o.dead {
 		o.mu.unlock()
-		p.pin.Unpin()
 		return false, rdma.ErrClosed
 	}
 	size := uint64(recordSize(0))
@@ -166,9 +163,11 @@ func (t *Transport) startSplit(o *outRing, r rdma.Region, off uint64, src []byte
 	}
 	if !ok {
 		o.mu.unlock()
-		p.pin.Unpin()
 		return false, o.attachWatched(r, off, src)
 	}
+	// Pinned before the record tells the owner where the bytes are.
+	p.pin = new(runtime.Pinner)
+	p.pin.Pin(&src[0])
 	rec := o.data[pos : pos+size]
 	le.PutUint64(rec[fRegAddr:], r.Addr)
 	le.PutUint64(rec[fRegLen:], r.Len)
@@ -192,7 +191,7 @@ func (t *Transport) startSplit(o *outRing, r rdma.Region, off uint64, src []byte
 	o.mu.lock()
 	for i := range o.splits {
 		if q := &o.splits[i]; q.seq == p.seq {
-			q.written, q.wrote, q.err, q.since = true, now.Sub(began), err, now
+			q.wrote, q.err, q.since = now.Sub(began), err, now
 			break
 		}
 	}
@@ -206,7 +205,7 @@ func (t *Transport) endSplits(w int, o *outRing) int {
 	ended := 0
 	for {
 		o.mu.lock()
-		if o.dead || len(o.splits) == 0 || !o.splits[0].written {
+		if o.dead || len(o.splits) == 0 || o.splits[0].since.IsZero() {
 			o.mu.unlock()
 			return ended
 		}
