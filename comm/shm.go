@@ -181,22 +181,15 @@ func newArea(c endpoint.Comm, key areaKey) *shmArea {
 
 // late returns the ranks that rank me, waiting in its collective
 // mw.Seq, waits for as far as the area tells: those that have not begun
-// that collective, or, once every rank has, all the others (one of them
-// has yet to arrive, publish or exit). For the deadlock watchdog, from
-// its own goroutine: it reads only atomics.
+// that collective. None once every rank has, and the watchdog then
+// names all the others (one of them has yet to arrive, publish or exit).
+// For the watchdog, from its own goroutine: it reads only atomics.
 func (a *shmArea) late(me int) []int {
 	seq := a.slots[me].mw.Seq.Load()
 	var late []int
 	for j := range a.slots {
 		if j != me && a.slots[j].seq.Load() <= seq {
 			late = append(late, j)
-		}
-	}
-	if len(late) == 0 {
-		for j := range a.slots {
-			if j != me {
-				late = append(late, j)
-			}
 		}
 	}
 	return late

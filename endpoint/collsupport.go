@@ -82,7 +82,8 @@ type MemWait struct {
 	Seq atomic.Uint64
 	// Peers, if not nil, returns the ranks of Comm the caller waits for;
 	// the watchdog calls it from its own goroutine, so it may read only
-	// what is safe to read concurrently. Nil means every other rank.
+	// what is safe to read concurrently. Nil, or an empty result, means
+	// every other rank.
 	Peers func() []int
 }
 
@@ -110,7 +111,8 @@ func (k *caller) memOps() []Op {
 	var peers []int
 	if m.Peers != nil {
 		peers = m.Peers()
-	} else {
+	}
+	if len(peers) == 0 {
 		for i := range m.Comm.Addrs {
 			if i != m.Me {
 				peers = append(peers, i)
