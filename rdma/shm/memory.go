@@ -526,7 +526,11 @@ func (t *Transport) apply(ir *inRing, typ, n int, word1 uint32, rec []byte) {
 		t.gets.answer(le.Uint64(rec[fReqID:]), word1, le.Uint64(rec[fOff:]), data)
 	case recRead:
 		r := rdma.Region{Key: word1, Addr: le.Uint64(rec[fRegAddr:]), Len: le.Uint64(rec[fRegLen:])}
-		t.read(ir, rec, r, le.Uint64(rec[fOff:]), le.Uint64(rec[fN:]), le.Uint64(rec[fSrc:]))
+		var stamp int64
+		if len(data) >= stampSize {
+			stamp = int64(le.Uint64(data))
+		}
+		t.read(ir, rec, r, le.Uint64(rec[fOff:]), le.Uint64(rec[fN:]), le.Uint64(rec[fSrc:]), stamp)
 	}
 }
 

@@ -31,7 +31,7 @@ import (
 // after it, and write only the rings they produce into (records and tail).
 const (
 	segMagic   = 0x3168_6d73_6970_6d66 // "fmpishm1", little-endian
-	segVersion = 2
+	segVersion = 3                     // 3: a recRead record carries its publication stamp
 	pageSize   = 4096
 	// ringTableOff is where the table of ring senders starts.
 	ringTableOff = 1024

@@ -156,7 +156,7 @@ func (t *Transport) startSplit(o *outRing, r rdma.Region, off uint64, src []byte
 		o.mu.unlock()
 		return false, rdma.ErrClosed
 	}
-	size := uint64(recordSize(0))
+	size := uint64(recordSize(stampSize))
 	pos, ok := uint64(0), !o.noSplit && len(o.puts) == 0 && !o.bothWays(time.Now())
 	if ok {
 		pos, ok = o.reserve(size)
@@ -174,9 +174,10 @@ func (t *Transport) startSplit(o *outRing, r rdma.Region, off uint64, src []byte
 	le.PutUint64(rec[fOff:], off+uint64(at))
 	le.PutUint64(rec[fN:], uint64(len(src)-at))
 	le.PutUint64(rec[fSrc:], bufAddr(src[at:]))
-	putHead(rec, recRead, r.Key, 0)
+	putHead(rec, recRead, r.Key, stampSize)
 	p.state = recState(rec)
 	p.state.Store(readWaiting)
+	le.PutUint64(rec[headSize:], uint64(monoNow()))
 	o.publish(size)
 	o.reads++
 	p.seq = o.reads
@@ -236,11 +237,11 @@ func (t *Transport) endSplits(w int, o *outRing) int {
 			// This Put's read may have been the one that failed.
 			err = o.vm(unix.ProcessVMWritev, p.src[p.at:], p.r.Addr+p.off+uint64(p.at))
 		default:
-			// The two copies ran at once, if the owner was not still
-			// busy with what the ring held before: the slower one is the
-			// Put's time. (From the start to the end seen here would
-			// count that backlog, and the sender's work between its
-			// Progress calls.)
+			// The two copies ran at once: the slower one is the Put's
+			// time, the owner's counted from the record's publication,
+			// so that its time to notice the record counts (read). (From
+			// the start to the end seen here would count the sender's
+			// work between its Progress calls too.)
 			o.recordPut(true, len(p.src), max(p.wrote, time.Duration(o.ctl.readNanos.Load())))
 		}
 		p.pin.Unpin()
@@ -252,10 +253,12 @@ func (t *Transport) endSplits(w int, o *outRing) int {
 // read carries out a recRead record from ir's producer: it reads n bytes
 // at src in the producer's memory into this process's registration r at
 // off, then counts the read in the ring (a failed one after setting
-// readFailed), with how long it took. A registration withdrawn meanwhile
+// readFailed), with how long it took from stamp, the producer's monoNow
+// when it published the record (at least the read's own time, whatever
+// the two processes' clock offsets). A registration withdrawn meanwhile
 // takes nothing, as for recPut; a record its sender cancelled, nothing at
 // all. The caller holds ir's take.
-func (t *Transport) read(ir *inRing, rec []byte, r rdma.Region, off, n, src uint64) {
+func (t *Transport) read(ir *inRing, rec []byte, r rdma.Region, off, n, src uint64, stamp int64) {
 	defer ir.ctl.reads.Add(1)
 	if !recState(rec).CompareAndSwap(readWaiting, readTaken) {
 		return
@@ -266,10 +269,38 @@ func (t *Transport) read(ir *inRing, rec []byte, r rdma.Region, off, n, src uint
 		_ = t.local(r, off, int(n), func(dst []byte) {
 			began := time.Now()
 			ok = o.vm(unix.ProcessVMReadv, dst, src) == nil
-			ir.ctl.readNanos.Store(uint64(time.Since(began)))
+			took := time.Since(began)
+			ir.ctl.readNanos.Store(uint64(max(took, time.Duration(monoNow()-stamp))))
 		})
 	}
 	if !ok {
 		ir.ctl.readFailed.Store(1)
 	}
 }
+
+// stampSize is the data of a recRead record: the producer's monoNow when
+// it published the record, so that the owner's time counts from there.
+const stampSize = 8
+
+// monoBase and monoAt tie this process's monotonic clock (time.Now's
+// reading, relative to the process) to CLOCK_MONOTONIC, which every
+// process of the node shares: monoNow is CLOCK_MONOTONIC at monoBase plus
+// the time since, with no system call per reading.
+var monoBase, monoAt = monoOrigin()
+
+// monoOrigin reads CLOCK_MONOTONIC between two readings of time.Now and
+// returns their middle and it: the error is at most half the system
+// call's time (well under a microsecond; a split Put takes tens).
+func monoOrigin() (time.Time, int64) {
+	before := time.Now()
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return before, 0 // monoNow is then per process: read clamps it
+	}
+	after := time.Now()
+	return before.Add(after.Sub(before) / 2), ts.Nano()
+}
+
+// monoNow returns CLOCK_MONOTONIC in nanoseconds, as the processes of
+// this node can compare it (monoBase).
+func monoNow() int64 { return monoAt + int64(time.Since(monoBase)) }

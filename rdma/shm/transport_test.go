@@ -808,6 +808,38 @@ func attachPair(t *testing.T, size int) (j *job, bufs [2][]byte, regs [2]rdma.Re
 	return j, bufs, regs
 }
 
+// TestSplitPutCountsOwnersDelay: a split Put's time counts from the
+// record's publication to the end of the owner's read, so an owner slow
+// to take the record makes the split way measure slow (pace then weighs
+// the owner's delay against the rings, which count theirs), not just its
+// read's own copy.
+func TestSplitPutCountsOwnersDelay(t *testing.T) {
+	j, bufs, regs := attachPair(t, 256<<10)
+	src, r := make([]byte, len(bufs[1])), regs[1]
+	j.trs[0].SetSplitWait(time.Hour) // never cancelled
+	j.trs[0].PreferAttach(1)         // attach average 2 bytes/ns
+	calls := &putCalls{}
+	pending, err := j.trs[0].StartPut(1, r, 0, src, putLog{0, calls})
+	if err != nil || !pending {
+		t.Fatalf("StartPut: pending %v, %v; want a split Put", pending, err)
+	}
+	const delay = 20 * time.Millisecond
+	time.Sleep(delay) // the owner does not look at its ring meanwhile
+	for i := 0; len(calls.get()) == 0; i++ {
+		if i == 1e6 {
+			t.Fatalf("the split Put never ended: %s", j.trs[0].RingsString())
+		}
+		j.trs[1].Progress(0)
+		j.trs[0].Progress(0)
+	}
+	// One measurement of 256 KiB in at least 20 ms, weighed 1/4 against
+	// 2 bytes/ns in time per byte, gives at most 0.052 bytes/ns; the
+	// read's copy alone (microseconds) would leave the average above 1.
+	if a := j.trs[0].PaceAttach(1); a > 0.06 {
+		t.Errorf("attach average %.3f bytes/ns after a split Put whose owner waited %v: the wait was not counted", a, delay)
+	}
+}
+
 // TestPacedPutSplits: a large Put that pace sends the attach way is split
 // (split.go): StartPut writes the first half and leaves the second to the
 // owner, whose Progress reads it; the sender's Progress ends the Put only
