@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
+	"golang.org/x/sys/unix"
 
 	"github.com/fibermpi/fibermpi/packet"
 )
@@ -160,5 +161,24 @@ func TestRingLock(t *testing.T) {
 	l.unlockDeliver(true)
 	if l.v.Load() != 0 {
 		t.Fatalf("after unlockDeliver(true): state %b", l.v.Load())
+	}
+}
+
+// TestMonoNow: monoNow reads CLOCK_MONOTONIC, the clock every process of
+// the node shares (a split Put's record carries it from the sender to the
+// owner): between two readings of that clock by the kernel, in
+// nanoseconds, not a clock of this process's own.
+func TestMonoNow(t *testing.T) {
+	var before, after unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &before); err != nil {
+		t.Skipf("CLOCK_MONOTONIC: %v", err)
+	}
+	now := monoNow()
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &after); err != nil {
+		t.Fatal(err)
+	}
+	// monoOrigin's error is half a system call; a millisecond is far more.
+	if slack := int64(time.Millisecond); now < before.Nano()-slack || now > after.Nano()+slack {
+		t.Errorf("monoNow %d, CLOCK_MONOTONIC from %d to %d", now, before.Nano(), after.Nano())
 	}
 }

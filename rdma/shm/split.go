@@ -177,7 +177,7 @@ func (t *Transport) startSplit(o *outRing, r rdma.Region, off uint64, src []byte
 	putHead(rec, recRead, r.Key, stampSize)
 	p.state = recState(rec)
 	p.state.Store(readWaiting)
-	le.PutUint64(rec[headSize:], uint64(monoNow()))
+	le.PutUint64(rec[headSize:], uint64(monoNow())) // 0 without the clock
 	o.publish(size)
 	o.reads++
 	p.seq = o.reads
@@ -255,7 +255,8 @@ func (t *Transport) endSplits(w int, o *outRing) int {
 // off, then counts the read in the ring (a failed one after setting
 // readFailed), with how long it took from stamp, the producer's monoNow
 // when it published the record (at least the read's own time, whatever
-// the two processes' clock offsets). A registration withdrawn meanwhile
+// the two processes' clock offsets; the read's own time alone where
+// either process could not read CLOCK_MONOTONIC). A registration withdrawn meanwhile
 // takes nothing, as for recPut; a record its sender cancelled, nothing at
 // all. The caller holds ir's take.
 func (t *Transport) read(ir *inRing, rec []byte, r rdma.Region, off, n, src uint64, stamp int64) {
@@ -270,7 +271,10 @@ func (t *Transport) read(ir *inRing, rec []byte, r rdma.Region, off, n, src uint
 			began := time.Now()
 			ok = o.vm(unix.ProcessVMReadv, dst, src) == nil
 			took := time.Since(began)
-			ir.ctl.readNanos.Store(uint64(max(took, time.Duration(monoNow()-stamp))))
+			if now := monoNow(); stamp != 0 && now != 0 {
+				took = max(took, time.Duration(now-stamp))
+			}
+			ir.ctl.readNanos.Store(uint64(took))
 		})
 	}
 	if !ok {
@@ -295,12 +299,18 @@ func monoOrigin() (time.Time, int64) {
 	before := time.Now()
 	var ts unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
-		return before, 0 // monoNow is then per process: read clamps it
+		return before, 0 // monoNow is then 0: read times the copy alone
 	}
 	after := time.Now()
 	return before.Add(after.Sub(before) / 2), ts.Nano()
 }
 
 // monoNow returns CLOCK_MONOTONIC in nanoseconds, as the processes of
-// this node can compare it (monoBase).
-func monoNow() int64 { return monoAt + int64(time.Since(monoBase)) }
+// this node can compare it (monoBase), or 0 if this process could not
+// read that clock.
+func monoNow() int64 {
+	if monoAt == 0 {
+		return 0
+	}
+	return monoAt + int64(time.Since(monoBase))
+}
