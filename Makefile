@@ -11,7 +11,7 @@
 #   make bench-mpi-quick  the same at 8 B and 1 MiB only, in bench-mpi-quick.txt
 #   make bench-mpi-tcp    latency and bw, 8 B and 1 MiB, between processes over
 #                    loopback TCP (Open MPI btl/tcp, MPICH's tcp), in bench-mpi-tcp-quick.txt
-#   make bench-coll8 only the 8-rank collectives of bench-mpi (fibermpi 2
+#   make bench-coll8 bench-mpi-rendezvous only the 8-rank collectives of bench-mpi (fibermpi 2
 #                    processes x 4 endpoints vs MPICH and Open MPI -n 8), in
 #                    bench-mpi-coll8.txt
 #   make test-launch the launcher tests under mpiexec.hydra, srun (a one-node
@@ -39,7 +39,7 @@ COUNT     ?= 6
 RACEFLAGS ?= -race
 
 .PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke pgo lint tools modverify staticcheck vulncheck docs docs-check \
-	bench-mpi bench-mpi-quick bench-mpi-tcp bench-coll8 test-launch test-mpi nocgo redblack-c bench-redblack
+	bench-mpi bench-mpi-quick bench-mpi-tcp bench-coll8 bench-mpi-rendezvous test-launch test-mpi nocgo redblack-c bench-redblack
 
 all: test
 
@@ -119,6 +119,11 @@ bench-mpi-tcp:
 
 bench-coll8:
 	GO=$(GO) ROUNDS=$(COUNT) ./scripts/bench-mpi.sh -coll8
+
+# fmpi-osu over the MPI transport, moved messages (the default) against
+# RTR and Put (FIBERMPI_MPI_RENDEZVOUS=put), with raw MPI, in one run.
+bench-mpi-rendezvous:
+	GO=$(GO) ROUNDS=$(COUNT) ./scripts/mpi-rendezvous-ab.sh
 
 # Installs MPICH, slurm-wlm and munge with apt-get if missing, starts a
 # one-node Slurm cluster, runs internal/enginetest and bootstrap with the

@@ -249,6 +249,10 @@ func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 		buf = buf[:size]
 	}
 	r.status.Count = len(buf)
+	if pk.Flags&rtsMoved != 0 {
+		c.takeMoved(w, r, pk, from, size)
+		return
+	}
 	if !r.hasRegion { // else registered for an offer (of an exact receive from this sender)
 		region, err := c.p.tr.Register(buf)
 		if err != nil {
@@ -276,6 +280,79 @@ func (c *core) matched(w int, r *Request, pk *packet.Packet) {
 		r.status.Err = err
 		r.complete()
 	}
+}
+
+// rtsMoved flags an RTS whose bytes the transport moves itself
+// (rdma.Mover): the receiver takes them with TakeMoved, and no RTR, Put or
+// Done follows.
+const rtsMoved = 1
+
+// takeMoved has the transport receive the bytes of the moved message whose
+// RTS pk matched r (its size bytes, of which r's buffer takes what fits;
+// the status says so already). An offered receive drops its offer: the
+// RTS shows that the sender found it stale, so it never writes there. r is
+// registered until the bytes are in, so that the job's end can end it.
+func (c *core) takeMoved(w int, r *Request, pk *packet.Packet, from rdma.Addr, size int) {
+	token := pk.RecvID
+	c.p.pool.Put(w, pk)
+	c.unregister(r)
+	r.peer = from
+	r.id = c.register(r)
+	mv := c.p.moverOf(from)
+	if mv == nil {
+		// Only a transport that moves messages sends this flag; one that
+		// routes the sender elsewhere is a bug.
+		panic(fmt.Sprintf("endpoint: moved message from %d, whose transport moves none", from))
+	}
+	c.p.job.transfers.Add(1) // until PutDone: the bytes move, the job is not stuck
+	if err := mv.TakeMoved(w, from, token, r.buf, size, &movedRecv{c: c, r: r, id: r.id, size: size}); err != nil {
+		c.p.job.transfers.Add(-1)
+		c.take(r.id)
+		r.status.Err = fmt.Errorf("endpoint: receiving from %d: %w", from, err)
+		r.complete()
+	}
+}
+
+// movedSend is a send whose bytes the transport moves (Endpoint.moved):
+// its end completes the send, unless the job's end took it first.
+type movedSend struct {
+	c  *core
+	id uint64
+}
+
+func (m *movedSend) PutDone(w int, err error) {
+	c := m.c
+	s := c.take(m.id)
+	if s == nil {
+		return // ended by the job's end (job.go)
+	}
+	s.buf = nil
+	s.status.Err = err
+	s.complete()
+}
+
+// movedRecv is the receive of a moved message's bytes (takeMoved).
+type movedRecv struct {
+	c    *core
+	r    *Request
+	id   uint64
+	size int
+}
+
+func (m *movedRecv) PutDone(w int, err error) {
+	c := m.c
+	c.p.job.transfers.Add(-1)
+	r := c.take(m.id)
+	if r == nil {
+		return // ended by the job's end (job.go)
+	}
+	if c.tr != nil {
+		c.traceDone(r, r.peer, false, uint64(m.size))
+	}
+	if err != nil && r.status.Err == nil {
+		r.status.Err = fmt.Errorf("%w: %w", ErrTransfer, err)
+	}
+	r.complete()
 }
 
 // onRTR runs at the sender: put the data into the offered buffer, tell the

@@ -37,6 +37,9 @@ func TestJobDeadlockAcrossProcesses(t *testing.T) {
 		{"unmatched", [2]string{
 			`rank 0: deadlock: .*rank 0 in Recv: receive from rank 1, tag 3`,
 			`rank 1: deadlock: .*rank 1 in Recv: receive from rank 0, tag 7.*queued, unmatched: a message from rank 0, tag 5`}, nil},
+		{"unmatched-large", [2]string{
+			`rank 0: deadlock: .*rank 0 in Send: send to rank 1 \(1048576 bytes\)`,
+			`rank 1: deadlock: .*rank 1 in Recv: receive from rank 0, tag 7.*queued, unmatched: a message from rank 0, tag 5`}, nil},
 		{"computing", [2]string{
 			`rank 0: sent after computing`,
 			`rank 1: received 42`}, nil},
@@ -114,6 +117,17 @@ func deadlockChild(t *testing.T, scenario string) {
 				t.Fatal(err)
 			}
 			_, err := h.Recv(c, 1, 3, buf)
+			say(err)
+			return
+		}
+		_, err := h.Recv(c, 0, 7, buf)
+		say(err)
+	case "unmatched-large":
+		// A rendezvous send that no receive matches: the sender waits
+		// (over MPI with its bytes handed to MPI already), which is no
+		// transfer under way.
+		if me == 0 {
+			err := h.Send(c, me, 1, 5, make([]byte, 1<<20))
 			say(err)
 			return
 		}

@@ -61,6 +61,12 @@
 // only starts the Put, and the Done goes out and the send completes from
 // the progress that reports its end, so the transfers of many sends are
 // in flight at once; on the others the Put is made in the RTR's delivery.
+// A transport that moves a large message's bytes with a rendezvous of its
+// own (rdma.Mover: rdma/mpi, where the production MPI's rendezvous does)
+// gets the bytes right after the RTS instead, and when the RTS meets its
+// receive, the receiver has the transport receive them into the buffer: no
+// RTR, Put or Done; the send completes when the transport says the bytes
+// are taken (not for Ssend, which keeps the RTR).
 // A message longer than the receive buffer
 // is truncated to it, as MPI does: the receive's error is a *TruncateError
 // and the message is consumed. Cancelling a receive whose buffer was offered

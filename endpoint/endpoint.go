@@ -102,6 +102,9 @@ type dest struct {
 	// rdma.EagerSender, or the backend an rdma.EagerRouter hands to; nil
 	// means none (send packets).
 	eager rdma.EagerSender
+	// mover is the transport that moves a rendezvous message's bytes to
+	// to itself (rdma.Mover; remote only); nil: RTR, Put and Done.
+	mover rdma.Mover
 }
 
 // dest returns the handle's knowledge of destination to, looked up if to
@@ -119,6 +122,7 @@ func (e *Endpoint) lookDest(to rdma.Addr) *dest {
 	d := dest{to: to, set: true, remote: p.remote(to)}
 	if d.remote {
 		d.offers = e.c.off.peers.get(to)
+		d.mover = p.moverOf(to)
 	} else if r, err := p.local.Peer(to); err == nil {
 		d.peer, _ = r.(*core)
 	}
@@ -357,7 +361,7 @@ func (e *Endpoint) isendInto(r *Request, c Comm, me, dst, tag int, data []byte, 
 		return nil, err
 	}
 	r.owner = e.rec
-	if err := e.rendezvous(c, me, dst, tag, data, r); err != nil {
+	if err := e.rendezvous(c, me, dst, tag, data, r, sync); err != nil {
 		r.fail(err)
 		return nil, err
 	}
@@ -439,8 +443,10 @@ func (e *Endpoint) eager(c Comm, me int, d *dest, tag int, data []byte) error {
 
 // rendezvous announces a large (or synchronous) send with an RTS; r
 // completes when the receiver's RTR has come, so the receive has matched,
-// and the data is put: that is also what a synchronous send waits for.
-func (e *Endpoint) rendezvous(c Comm, me, dst, tag int, data []byte, r *Request) error {
+// and the data is put: that is also what a synchronous send waits for. A
+// send that is not synchronous goes by the destination's rdma.Mover when
+// it has one (moved): r completes when the transport has moved the bytes.
+func (e *Endpoint) rendezvous(c Comm, me, dst, tag int, data []byte, r *Request, sync bool) error {
 	to := c.Addrs[dst]
 	pk := e.c.getPacket(e.worker, e.waiter)
 	pk.Context, pk.Source, pk.Tag = c.Context, int32(me), int32(tag)
@@ -452,11 +458,49 @@ func (e *Endpoint) rendezvous(c Comm, me, dst, tag int, data []byte, r *Request)
 	if e.c.tr != nil {
 		e.c.tr.Instant(trace.KindRTS, int32(to), int32(tag), c.Context, len(data))
 	}
+	if !sync && e.c.tr == nil {
+		if moved, err := e.moved(to, pk, data, r); moved || err != nil {
+			return err
+		}
+	}
 	if err := e.c.send(e.worker, to, pk); err != nil {
 		e.c.take(r.id)
 		return err
 	}
 	return nil
+}
+
+// moved sends the RTS pk of the registered send r by a transport that
+// moves the bytes itself (rdma.Mover), and reports whether it did: not to
+// an endpoint of this process, nor while packets to anyone wait in the
+// backlog (the RTS must not overtake them), nor when the transport says
+// ErrAgain. The send completes when the transport says the bytes are
+// taken (movedSend). A synchronous send never comes here: MPI may
+// complete the sends of a message below its own rendezvous size before the
+// receive is posted.
+func (e *Endpoint) moved(to rdma.Addr, pk *packet.Packet, data []byte, r *Request) (bool, error) {
+	d := e.dest(to)
+	p := e.c.p
+	if d.mover == nil || p.backlog.queued.Load() != 0 {
+		return false, nil
+	}
+	pk.Flags = rtsMoved
+	pk.From = uint32(e.c.addr)
+	// No transfer is counted here (job.transfers): until a receive
+	// matches, a send waits like one whose RTR has not come, and a job
+	// whose ranks all wait so is deadlocked. The receiver counts the
+	// transfer from the match on (takeMoved).
+	err := d.mover.SendMoved(e.worker, to, pk, data, &movedSend{c: e.c, id: r.id})
+	if err == nil {
+		return true, nil
+	}
+	pk.Flags, pk.RecvID = 0, 0
+	if errors.Is(err, rdma.ErrAgain) {
+		return false, nil // the RTS goes the other way
+	}
+	p.pool.Put(e.worker, pk)
+	e.c.take(r.id)
+	return false, fmt.Errorf("endpoint: send to %d: %w", to, err)
 }
 
 // Irecv posts a receive into buf for a message from rank src (or AnySource)
@@ -645,7 +689,7 @@ func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool
 	}
 	r := e.scratch
 	r.reset(reqSend, e.c, e.waiter)
-	if err := e.rendezvous(c, me, dst, tag, data, r); err != nil {
+	if err := e.rendezvous(c, me, dst, tag, data, r, sync); err != nil {
 		r.ev.Reset() // not armed while the caller goes on (deadlock.go)
 		return err
 	}

@@ -41,6 +41,14 @@ const (
 	// and split, unmeasured (for tests and comparisons). BENCHMARKS.md
 	// (issue 12) has what each way measured.
 	EnvShmPut = "FIBERMPI_SHM_PUT"
+	// EnvMPIRendezvous chooses how a rendezvous message's bytes go to a
+	// process reached through a production MPI (build tag mpi). "mpi" (the
+	// default): the sender's transport posts them to MPI after the RTS, on
+	// a tag of their own, and the receiver's posts their receive when a
+	// receive matches the RTS, so that MPI's own rendezvous moves them; no
+	// RTR, Put or Done is sent. "put": the RTR, Put and Done of every other
+	// transport (rdma/mpi's Config.NoMove).
+	EnvMPIRendezvous = "FIBERMPI_MPI_RENDEZVOUS"
 )
 
 // ErrEnv is matched by an *EnvError.
@@ -134,6 +142,9 @@ func (o Options) withEnv(lookup func(string) (string, bool)) (Options, error) {
 	}
 	if v, ok := lookup(EnvShmPut); ok && v != "" && v != "auto" && v != "rings" && v != "attach" && v != "split" {
 		return bad(EnvShmPut, v, `want "auto", "rings", "attach" or "split"`)
+	}
+	if v, ok := lookup(EnvMPIRendezvous); ok && v != "" && v != "mpi" && v != "put" {
+		return bad(EnvMPIRendezvous, v, `want "mpi" or "put"`)
 	}
 	return o, nil
 }

@@ -53,7 +53,7 @@ func TestWithEnv(t *testing.T) {
 		{EnvEagerLimit: "lots"}, {EnvEagerLimit: "0"}, {EnvEagerLimit: "1000000"},
 		{EnvProgress: "fast"},
 		{EnvPin: "maybe"}, {EnvPin: "3-1"}, {EnvPin: "1,,2"},
-		{EnvTransport: "udp"}, {EnvBind: "socket"}, {EnvShmPut: "cma"},
+		{EnvTransport: "udp"}, {EnvBind: "socket"}, {EnvShmPut: "cma"}, {EnvMPIRendezvous: "rdma"},
 	}
 	for _, env := range bad {
 		_, err := Options{}.withEnv(envOf(env))

@@ -104,7 +104,8 @@ type job struct {
 	// for).
 	pending atomic.Int32
 	// transfers counts the rendezvous Puts this process's sends have
-	// under way (onRTR to PutDone): while one moves bytes both callers
+	// under way (onRTR to PutDone), and the moved messages its receives
+	// take (takeMoved to PutDone): while one moves bytes both callers
 	// wait with nothing counted in flight, and the deadlock watchdog of a
 	// job of several processes must not call that quiet (deadlock_job.go).
 	transfers atomic.Int64

@@ -3,6 +3,7 @@ package endpoint_test
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"testing"
@@ -188,5 +189,157 @@ func TestJobFlood(t *testing.T) {
 			}
 		}
 		return endpoint.WaitAll(ep.Waiter(), sends...)
+	})
+}
+
+// TestJobLargeMessages: rendezvous messages between two processes in the
+// cases a transport that moves their bytes itself (rdma/mpi, rdma.Mover)
+// handles apart from a plain match, checked over every transport: a
+// message that waits unexpected until its receive is posted, a receive
+// shorter than the message (and a message after it), Mprobe and Mrecv,
+// order among large, eager and synchronous sends under one tag, and a
+// window of large messages posted for after they arrived.
+func TestJobLargeMessages(t *testing.T) {
+	jobtest.Run(t, 2, endpoint.ThreadSingle, func(ep *endpoint.Endpoint) error {
+		w, me := ep.World(), ep.Rank()
+		peer := 1 - me
+		fill := func(n, seed int) []byte {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte(i*7 + seed)
+			}
+			return b
+		}
+		check := func(what string, got []byte, n, seed int) error {
+			if want := fill(n, seed); !bytes.Equal(got, want) {
+				return fmt.Errorf("%s: %d bytes differ from what was sent", what, n)
+			}
+			return nil
+		}
+		const big, mid = 300_017, 20_000
+		var sends []*endpoint.Request
+		isend := func(tag int, msg []byte) error {
+			r, err := ep.Isend(w, me, peer, tag, msg)
+			sends = append(sends, r)
+			return err
+		}
+		if me == 0 {
+			// Unexpected: the RTS is in before the receive.
+			if err := isend(1, fill(big, 1)); err != nil {
+				return err
+			}
+			if err := ep.Ssend(w, me, peer, 2, []byte("go")); err != nil {
+				return err
+			}
+			// Truncated, then a message after it.
+			if err := isend(3, fill(big, 3)); err != nil {
+				return err
+			}
+			if err := isend(3, fill(mid, 4)); err != nil {
+				return err
+			}
+			// Mprobe.
+			if err := isend(4, fill(mid, 5)); err != nil {
+				return err
+			}
+			// Order under one tag: large, eager, synchronous large, large.
+			if err := isend(5, fill(big, 6)); err != nil {
+				return err
+			}
+			if err := isend(5, fill(8, 7)); err != nil {
+				return err
+			}
+			if err := ep.Ssend(w, me, peer, 5, fill(mid, 8)); err != nil {
+				return err
+			}
+			if err := isend(5, fill(big, 9)); err != nil {
+				return err
+			}
+			// A window, received once all of it has been sent.
+			for i := range 16 {
+				if err := isend(6, fill(big, 10+i)); err != nil {
+					return err
+				}
+			}
+			if err := ep.Ssend(w, me, peer, 7, nil); err != nil {
+				return err
+			}
+			for _, r := range sends {
+				if err := ep.Wait(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if _, err := ep.Recv(w, peer, 2, make([]byte, 2)); err != nil {
+			return err
+		}
+		buf := make([]byte, big)
+		if st, err := ep.Recv(w, peer, 1, buf); err != nil || st.Count != big {
+			return fmt.Errorf("unexpected large message: count %d, %v", st.Count, err)
+		}
+		if err := check("unexpected large message", buf, big, 1); err != nil {
+			return err
+		}
+		short := make([]byte, 1000)
+		st, err := ep.Recv(w, peer, 3, short)
+		var te *endpoint.TruncateError
+		if !errors.As(err, &te) || te.Have != len(short) || te.Got != big {
+			return fmt.Errorf("truncated receive: %v, want a TruncateError of %d into %d", err, big, len(short))
+		}
+		if st.Count != len(short) {
+			return fmt.Errorf("truncated receive: count %d, want %d", st.Count, len(short))
+		}
+		if err := check("truncated receive", short, len(short), 3); err != nil {
+			return err
+		}
+		if st, err := ep.Recv(w, peer, 3, buf); err != nil || st.Count != mid {
+			return fmt.Errorf("message after a truncated one: count %d, %v", st.Count, err)
+		}
+		if err := check("message after a truncated one", buf[:mid], mid, 4); err != nil {
+			return err
+		}
+		m, err := ep.Mprobe(w, peer, 4)
+		if err != nil {
+			return err
+		}
+		if st, err := ep.Mrecv(m, buf); err != nil || st.Count != mid {
+			return fmt.Errorf("Mrecv: count %d, %v", st.Count, err)
+		}
+		if err := check("Mrecv", buf[:mid], mid, 5); err != nil {
+			return err
+		}
+		for i, want := range []struct{ n, seed int }{{big, 6}, {8, 7}, {mid, 8}, {big, 9}} {
+			st, err := ep.Recv(w, peer, 5, buf)
+			if err != nil {
+				return err
+			}
+			if st.Count != want.n {
+				return fmt.Errorf("message %d under one tag: %d bytes, want %d (order)", i, st.Count, want.n)
+			}
+			if err := check(fmt.Sprintf("message %d under one tag", i), buf[:want.n], want.n, want.seed); err != nil {
+				return err
+			}
+		}
+		if _, err := ep.Recv(w, peer, 7, nil); err != nil {
+			return err
+		}
+		bufs := make([][]byte, 16)
+		reqs := make([]*endpoint.Request, 16)
+		for i := range reqs {
+			bufs[i] = make([]byte, big)
+			if reqs[i], err = ep.Irecv(w, peer, 6, bufs[i]); err != nil {
+				return err
+			}
+		}
+		for i, r := range reqs {
+			if err := ep.Wait(r); err != nil {
+				return err
+			}
+			if err := check(fmt.Sprintf("window message %d", i), bufs[i], big, 10+i); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }

@@ -266,6 +266,10 @@ type Process struct {
 	// eagerRouter is the transport as an rdma.EagerRouter (nil if it is
 	// not one): a handle keeps the way of its last eager destination.
 	eagerRouter rdma.EagerRouter
+	// mover and moverRouter are the transport as an rdma.Mover and an
+	// rdma.MoverRouter (nil if it is not one): moverOf.
+	mover       rdma.Mover
+	moverRouter rdma.MoverRouter
 
 	world     Comm  // the Init world: one endpoint per process
 	worldProc Comm  // its process communicator: worldCore alone
@@ -361,6 +365,8 @@ func Init(level ThreadLevel, opts Options) (*Process, error) {
 	p.putter, _ = p.tr.(rdma.PutStarter)
 	p.eagerTr, _ = p.tr.(rdma.EagerSender)
 	p.eagerRouter, _ = p.tr.(rdma.EagerRouter)
+	p.mover, _ = p.tr.(rdma.Mover)
+	p.moverRouter, _ = p.tr.(rdma.MoverRouter)
 	fcfg := opts.Fiber
 	var alarm rdma.Alarm
 	if opts.Progress == ProgressIdle {
@@ -488,6 +494,15 @@ func (p *Process) remote(a rdma.Addr) bool {
 // it handled.
 func (p *Process) progress(w int) int {
 	return p.tr.Progress(w) + p.drain()
+}
+
+// moverOf returns the transport that moves large messages to or from the
+// endpoint a of another process itself (rdma.Mover), nil if there is none.
+func (p *Process) moverOf(a rdma.Addr) rdma.Mover {
+	if p.moverRouter != nil {
+		return p.moverRouter.MoverVia(a)
+	}
+	return p.mover
 }
 
 // pause lets other work run while a caller waits for a resource: a fiber

@@ -203,6 +203,38 @@ type EagerReceiver interface {
 	ReceiveEager(w int, h EagerHeader, data []byte) bool
 }
 
+// Mover is implemented by transports that move a large message's bytes
+// with a rendezvous of their own (rdma/mpi: the production MPI's), so that
+// the endpoint layer's rendezvous needs one packet, the RTS, instead of an
+// RTS, an RTR, a Put and a Done. SendMoved sends the RTS pk to `to`, as
+// Send does (the transport owns pk on success), and starts moving data
+// after it; it stamps pk.RecvID, which an RTS leaves unused, with the
+// token the receiver hands to TakeMoved. It never waits: it returns
+// ErrAgain, having sent nothing, when the transport cannot take the
+// message now or cannot move it to that destination, and the caller then
+// sends its RTS the other way. data must not change until done.PutDone,
+// called once from a later Progress (or from Close, with ErrClosed), says
+// the bytes are taken.
+//
+// TakeMoved receives the size bytes that the RTS carrying token, from
+// the endpoint from, announced into buf: all of them if buf holds them,
+// else the first len(buf) (the rest is received and dropped). done.PutDone
+// is called once, from a later Progress or from Close, when they are in.
+// The receiver must take every moved message it is sent, truncated or not:
+// the sender's transfer ends only then. Neither call may be made from
+// inside ReceiveEager.
+type Mover interface {
+	SendMoved(w int, to Addr, pk *packet.Packet, data []byte, done PutDone) error
+	TakeMoved(w int, from Addr, token uint64, buf []byte, size int, done PutDone) error
+}
+
+// MoverRouter is implemented by transports that hand each destination to
+// another transport (rdma/route): MoverVia returns the Mover of the
+// backend that reaches a, nil if that backend is none.
+type MoverRouter interface {
+	MoverVia(a Addr) Mover
+}
+
 // Local is implemented by transports that can reach some endpoints
 // directly because they live in this process (inproc: all of them;
 // route: those of this process). Peer returns the Receiver bound at a if a

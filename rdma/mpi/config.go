@@ -55,6 +55,12 @@ type Config struct {
 	// holding the MPI lock that much longer. 0 means DefaultSpin; -1
 	// means none.
 	Spin int
+	// NoMove turns moved messages off: SendMoved then returns
+	// rdma.ErrAgain, and the endpoint layer's rendezvous sends its RTR,
+	// Put and Done through this transport as over any other (for
+	// comparisons; BENCHMARKS.md, issue 17). By default MPI's own
+	// rendezvous moves a large message's bytes after its RTS.
+	NoMove bool
 	// Logf logs what the transport drops (malformed messages) and lost
 	// peers; nil means log.Printf.
 	Logf func(format string, args ...any)
@@ -140,5 +146,5 @@ func (c Config) Validate() error {
 // String prints the effective configuration.
 func (c Config) String() string {
 	c = c.withDefaults()
-	return fmt.Sprintf("mpi.Config{Peers: %v, PayloadSize: %d, Ring: %d, MaxQueue: %d, Spin: %d}", c.Peers, c.PayloadSize, c.Ring, c.MaxQueue, c.Spin)
+	return fmt.Sprintf("mpi.Config{Peers: %v, PayloadSize: %d, Ring: %d, MaxQueue: %d, Spin: %d, NoMove: %t}", c.Peers, c.PayloadSize, c.Ring, c.MaxQueue, c.Spin, c.NoMove)
 }

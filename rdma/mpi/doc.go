@@ -67,6 +67,28 @@
 // before their receive (an unexpected message); BENCHMARKS.md (issue 17)
 // has what each way measured.
 //
+// # Moved messages
+//
+// A large message between endpoints needs none of the above by default:
+// the transport is an rdma.Mover. The endpoint layer's SendMoved sends
+// the RTS as a packet and, at once, the bytes with MPI_Isend on a tag of
+// their own (one counter per process, above every control, data and put
+// tag; the tag travels in the RTS). When a receive matches the RTS, the
+// receiver's TakeMoved posts MPI_Irecv on that tag straight into the
+// receive's buffer (into a buffer of the message's size when the receive
+// is shorter, truncating), and MPI's own rendezvous moves the bytes. The
+// send completes when MPI completes the sends, the receive when MPI
+// completes the receive: one control message per large message instead of
+// six (RTS, RTR, kPutAsk, kPutGo, the answer, Done), and none of the
+// endpoint layer's registrations. A message that waits unexpected stays in
+// MPI, at the sender, until its receive is posted, as in MPI itself. The
+// tag makes the order of the bytes free of every other message's:
+// receives may be posted in any order. Synchronous sends, sends while
+// packets wait in the endpoint layer's backlog, and endpoints of this
+// same MPI process keep the RTR and Put; so does every message with
+// Config.NoMove (FIBERMPI_MPI_RENDEZVOUS=put). BENCHMARKS.md (issue 17,
+// session 22) has what each way measured.
+//
 // MPI-3 RMA (a dynamic window, MPI_Win_attach per registration, MPI_Put +
 // MPI_Win_flush) is not built. Measured in C beside point-to-point over
 // the same MPI (bench/osu-c's osu_rv_put against osu_bw, 1 MiB;

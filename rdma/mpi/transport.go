@@ -36,6 +36,9 @@ var (
 	// not the processes of one MPI_COMM_WORLD (a launcher other than the
 	// MPI's own, or a job larger than the world).
 	ErrWorld = errors.New("mpi: the job is not this MPI_COMM_WORLD")
+	// ErrBadToken is returned (wrapped) by TakeMoved for a token no
+	// SendMoved makes.
+	ErrBadToken = errors.New("mpi: not a moved message's token")
 )
 
 // PeerError names the peer process an error is about.
@@ -156,6 +159,10 @@ type waiter struct {
 	off     uint64
 	n       int
 	settled bool // queued for PutDone (under the MPI lock)
+
+	// A moved message received into scratch because into (the caller's
+	// buffer) is shorter: the first len(into) bytes are copied at the end.
+	scratch, into []byte
 }
 
 // result is the call's outcome once it is done.
@@ -308,6 +315,7 @@ func New(cfg Config) (*Transport, error) {
 	world, ierr := cmpi.Init()
 	slot := headSize + cfg.PayloadSize
 	ring, lane, gen := takeLane(cfg.Ring, slot, world.TagUB)
+	setMovedTags(world.TagUB)
 	rec := make([]byte, 20)
 	if ierr == nil {
 		binary.LittleEndian.PutUint32(rec[0:], uint32(world.Rank))
@@ -512,14 +520,9 @@ func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
 		cmpi.Unlock()
 		return rdma.ErrClosed
 	}
-	if t.sendq.Active() >= t.cfg.MaxQueue {
-		if n, err := t.sendq.Test(); err != nil || n >= t.cfg.MaxQueue {
-			cmpi.Unlock()
-			if err != nil {
-				return err
-			}
-			return rdma.ErrAgain
-		}
+	if err := t.room(); err != nil {
+		cmpi.Unlock()
+		return err
 	}
 	err = t.sendq.Send(head[:], pk.Data(), pl.rank, pl.ctrlTag())
 	cmpi.Unlock()
@@ -578,11 +581,8 @@ func (t *Transport) call(p int, c *ctl, body []byte, w *waiter) error {
 	w.left = chunks(len(body))
 	cmpi.Lock()
 	defer cmpi.Unlock()
-	if t.closed.Load() {
-		return rdma.ErrClosed
-	}
-	if t.closedP[p].Load() {
-		return &PeerError{Rank: p, Err: ErrPeerClosed}
+	if err := t.usable(p); err != nil {
+		return err
 	}
 	t.nextID++
 	c.id = t.nextID
@@ -592,6 +592,35 @@ func (t *Transport) call(p int, c *ctl, body []byte, w *waiter) error {
 	}
 	t.waits[c.id] = w
 	t.sendChunks(w, c.id, p, body, pl.rank, pl.dataTag())
+	return nil
+}
+
+// usable reports why nothing may be sent to process p now: this
+// transport or p's is closed. The caller holds the MPI lock.
+func (t *Transport) usable(p int) error {
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	if t.closedP[p].Load() {
+		return &PeerError{Rank: p, Err: ErrPeerClosed}
+	}
+	return nil
+}
+
+// room returns rdma.ErrAgain when Config.MaxQueue sends are in flight
+// still after the completed ones are retired (or the error of testing
+// them). The caller holds the MPI lock.
+func (t *Transport) room() error {
+	if t.sendq.Active() < t.cfg.MaxQueue {
+		return nil
+	}
+	n, err := t.sendq.Test()
+	if err != nil {
+		return err
+	}
+	if n >= t.cfg.MaxQueue {
+		return rdma.ErrAgain
+	}
 	return nil
 }
 
@@ -637,6 +666,10 @@ func (t *Transport) endPut(wk int, w *waiter) {
 		w.pin.Unpin()
 		w.pin = nil
 	}
+	if w.into != nil && w.err == nil {
+		copy(w.into, w.scratch)
+	}
+	w.scratch, w.into = nil, nil
 	err := t.boundsErr(w.result(), w.region, w.off, w.n)
 	w.async.PutDone(wk, err)
 }
@@ -1603,3 +1636,130 @@ func (t *Transport) putBack(to rdma.Addr, pk *packet.Packet) {
 // Close does it otherwise. Call it after closing every transport; MPI
 // cannot be used again in this process. It parks the calling goroutine.
 func Finalize() error { return cmpi.Finalize() }
+
+// Tags of moved messages (rdma.Mover). Each takes a tag of its own from
+// one counter per process, above every control, data and put tag (those
+// stay below 4·2^24+4, takeLane), so that the receiver can post its
+// receive whenever its match comes: MPI pairs the two by source and tag
+// alone. A tag is used again after movedSpan more moved messages of this
+// process: 2^28−2^26 on MPICH here, nearly 2^31 on Open MPI; only a moved
+// message left unreceived that long could be taken for a later one. With
+// an MPI_TAG_UB too small for a span of 2^16, nothing is moved.
+const movedBase = 4<<24 + 4
+
+var (
+	movedSpan atomic.Int64 // 0: no moved messages
+	movedSeq  atomic.Uint64
+)
+
+func setMovedTags(tagUB int) {
+	if span := int64(tagUB) - movedBase + 1; span >= 1<<16 {
+		movedSpan.Store(span)
+	}
+}
+
+// SendMoved sends the RTS pk to `to` and, on a tag of its own (stamped in
+// pk.RecvID), its bytes data, which MPI's rendezvous moves once the
+// receiver posts their receive (TakeMoved): rdma.Mover. It returns
+// rdma.ErrAgain, having sent nothing, when the send queue is full, the
+// destination is in this MPI process, or MPI_TAG_UB leaves no room for
+// moved tags. done.PutDone is called from a later Progress once MPI has
+// completed every send of the bytes (the receiver has them), or from
+// Close.
+func (t *Transport) SendMoved(w int, to rdma.Addr, pk *packet.Packet, data []byte, done rdma.PutDone) error {
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	p, err := t.dest(to)
+	if err != nil {
+		return err
+	}
+	span := movedSpan.Load()
+	if p == t.rank || span == 0 || t.cfg.NoMove {
+		return rdma.ErrAgain
+	}
+	if pk.Len() > t.cfg.PayloadSize {
+		return fmt.Errorf("%w: %d bytes, PayloadSize %d", ErrTooLong, pk.Len(), t.cfg.PayloadSize)
+	}
+	pool := t.pools.Of(pk)
+	if pool == nil {
+		return ErrForeignPacket
+	}
+	tag := movedBase + int(movedSeq.Add(1)%uint64(span))
+	pk.RecvID = uint64(tag)
+	var head [headSize]byte
+	pl := t.places[p]
+	encodePacketHead(&head, pl.gen, uint32(to), pk)
+	wt := &waiter{proc: p, async: done, acked: true, n: len(data)}
+	cmpi.Lock()
+	defer cmpi.Unlock()
+	if err := t.usable(p); err != nil {
+		return err
+	}
+	if err := t.room(); err != nil {
+		return err
+	}
+	if err := t.sendq.Send(head[:], pk.Data(), pl.rank, pl.ctrlTag()); err != nil {
+		return &PeerError{Rank: p, Err: err}
+	}
+	pool.Put(w, pk)
+	if len(data) > 0 {
+		wt.pin = new(runtime.Pinner)
+		wt.pin.Pin(&data[0])
+	}
+	wt.left = chunks(len(data))
+	t.sendChunks(wt, 0, p, data, pl.rank, tag)
+	t.finish(wt)
+	return nil
+}
+
+// TakeMoved receives the size bytes of the moved message whose RTS
+// carried token, from the endpoint from, into buf: all of them, or the
+// first len(buf) when buf is shorter (then into a buffer of size first):
+// rdma.Mover. done.PutDone is called from a later Progress once they are
+// in, or from Close.
+func (t *Transport) TakeMoved(w int, from rdma.Addr, token uint64, buf []byte, size int, done rdma.PutDone) error {
+	if t.closed.Load() {
+		return rdma.ErrClosed
+	}
+	p, err := t.dest(from)
+	if err != nil {
+		return err
+	}
+	if span := movedSpan.Load(); token < movedBase || token >= movedBase+uint64(span) || size < 0 {
+		return fmt.Errorf("mpi: moved message with token %d and %d bytes: %w", token, size, ErrBadToken)
+	}
+	wt := &waiter{proc: p, async: done, acked: true, n: size}
+	into := buf[:min(size, len(buf))]
+	if size > len(buf) {
+		wt.scratch, wt.into = make([]byte, size), buf
+		into = wt.scratch
+	}
+	if size > 0 {
+		wt.pin = new(runtime.Pinner)
+		wt.pin.Pin(&into[0])
+	}
+	pl := t.places[p]
+	cmpi.Lock()
+	defer cmpi.Unlock()
+	if t.closed.Load() {
+		if wt.pin != nil {
+			wt.pin.Unpin()
+		}
+		return rdma.ErrClosed
+	}
+	for off := 0; off < size; off += cmpi.MaxMessage {
+		end := min(off+cmpi.MaxMessage, size)
+		r, err := t.comm.Irecv(into[off:end], pl.rank, int(token))
+		if err != nil {
+			// The chunks before it are posted and will complete; the
+			// message as a whole fails.
+			wt.err = &PeerError{Rank: p, Err: err}
+			break
+		}
+		wt.left++
+		t.addOp(r, op{w: wt, last: end == size})
+	}
+	t.finish(wt)
+	return nil
+}

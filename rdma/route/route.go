@@ -188,6 +188,17 @@ func (t *Transport) EagerVia(to rdma.Addr) rdma.EagerSender {
 	return nil
 }
 
+// MoverVia returns the backend of a's process if it moves large
+// messages itself (rdma.MoverRouter), else nil: also for this process's
+// own endpoints, which are reached directly.
+func (t *Transport) MoverVia(a rdma.Addr) rdma.Mover {
+	if owner := t.layout.Owner(a); owner >= 0 && owner < len(t.byProc) && owner != t.self {
+		m, _ := t.byProc[owner].(rdma.Mover)
+		return m
+	}
+	return nil
+}
+
 // Peer returns the Receiver of a local endpoint; for an endpoint of
 // another process it returns rdma.ErrRemote.
 func (t *Transport) Peer(a rdma.Addr) (rdma.Receiver, error) {
