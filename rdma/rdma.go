@@ -214,7 +214,8 @@ type EagerReceiver interface {
 // message now or cannot move it to that destination, and the caller then
 // sends its RTS the other way. data must not change until done.PutDone,
 // called once from a later Progress (or from Close, with ErrClosed), says
-// the bytes are taken.
+// the bytes are taken (received, or buffered by the transport: the send
+// completes as a standard-mode send may).
 //
 // TakeMoved receives the size bytes that the RTS carrying token, from
 // the endpoint from, announced into buf: all of them if buf holds them,

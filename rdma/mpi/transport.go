@@ -1664,8 +1664,8 @@ func setMovedTags(tagUB int) {
 // rdma.ErrAgain, having sent nothing, when the send queue is full, the
 // destination is in this MPI process, or MPI_TAG_UB leaves no room for
 // moved tags. done.PutDone is called from a later Progress once MPI has
-// completed every send of the bytes (the receiver has them), or from
-// Close.
+// completed every send of the bytes (data may be reused: the receiver has
+// them, or MPI has buffered them), or from Close.
 func (t *Transport) SendMoved(w int, to rdma.Addr, pk *packet.Packet, data []byte, done rdma.PutDone) error {
 	if t.closed.Load() {
 		return rdma.ErrClosed
