@@ -305,7 +305,7 @@ func (c *core) takeMoved(w int, r *Request, pk *packet.Packet, from rdma.Addr, s
 		panic(fmt.Sprintf("endpoint: moved message from %d, whose transport moves none", from))
 	}
 	c.p.job.transfers.Add(1) // until PutDone: the bytes move, the job is not stuck
-	if err := mv.TakeMoved(w, from, token, r.buf, size, &movedRecv{c: c, r: r, id: r.id, size: size}); err != nil {
+	if err := mv.TakeMoved(w, from, token, r.buf, size, &movedRecv{c: c, id: r.id, size: size}); err != nil {
 		c.p.job.transfers.Add(-1)
 		c.take(r.id)
 		r.status.Err = fmt.Errorf("endpoint: receiving from %d: %w", from, err)
@@ -331,10 +331,10 @@ func (m *movedSend) PutDone(w int, err error) {
 	s.complete()
 }
 
-// movedRecv is the receive of a moved message's bytes (takeMoved).
+// movedRecv is the receive of a moved message's bytes (takeMoved): the
+// registered receive id, of a message of size bytes.
 type movedRecv struct {
 	c    *core
-	r    *Request
 	id   uint64
 	size int
 }
