@@ -498,38 +498,58 @@ func (t *Transport) dest(a rdma.Addr) (int, error) {
 // buffer of the transport) and returns pk to its pool. It never blocks:
 // with Config.MaxQueue sends in flight it returns rdma.ErrAgain.
 func (t *Transport) Send(w int, to rdma.Addr, pk *packet.Packet) error {
+	p, pool, head, err := t.packetHead(to, pk)
+	if err != nil {
+		return err
+	}
+	cmpi.Lock()
 	if t.closed.Load() {
-		return rdma.ErrClosed
+		err = rdma.ErrClosed
+	} else {
+		err = t.sendPacket(p, &head, pk)
+	}
+	cmpi.Unlock()
+	if err != nil {
+		return err
+	}
+	pool.Put(w, pk)
+	return nil
+}
+
+// packetHead checks pk for a send to `to` and encodes its message head:
+// it returns to's process and pk's pool. Errors: rdma.ErrClosed, to's
+// (dest), ErrTooLong, ErrForeignPacket.
+func (t *Transport) packetHead(to rdma.Addr, pk *packet.Packet) (int, *packet.Pool, [headSize]byte, error) {
+	var head [headSize]byte
+	if t.closed.Load() {
+		return 0, nil, head, rdma.ErrClosed
 	}
 	p, err := t.dest(to)
 	if err != nil {
-		return err
+		return 0, nil, head, err
 	}
 	if pk.Len() > t.cfg.PayloadSize {
-		return fmt.Errorf("%w: %d bytes, PayloadSize %d", ErrTooLong, pk.Len(), t.cfg.PayloadSize)
+		return 0, nil, head, fmt.Errorf("%w: %d bytes, PayloadSize %d", ErrTooLong, pk.Len(), t.cfg.PayloadSize)
 	}
 	pool := t.pools.Of(pk)
 	if pool == nil {
-		return ErrForeignPacket
+		return 0, nil, head, ErrForeignPacket
 	}
-	var head [headSize]byte
-	pl := t.places[p]
-	encodePacketHead(&head, pl.gen, uint32(to), pk)
-	cmpi.Lock()
-	if t.closed.Load() {
-		cmpi.Unlock()
-		return rdma.ErrClosed
-	}
+	encodePacketHead(&head, t.places[p].gen, uint32(to), pk)
+	return p, pool, head, nil
+}
+
+// sendPacket sends the packet message head, pk's payload, to process p,
+// or returns rdma.ErrAgain when the send queue is full. The caller holds
+// the MPI lock.
+func (t *Transport) sendPacket(p int, head *[headSize]byte, pk *packet.Packet) error {
 	if err := t.room(); err != nil {
-		cmpi.Unlock()
 		return err
 	}
-	err = t.sendq.Send(head[:], pk.Data(), pl.rank, pl.ctrlTag())
-	cmpi.Unlock()
-	if err != nil {
+	pl := t.places[p]
+	if err := t.sendq.Send(head[:], pk.Data(), pl.rank, pl.ctrlTag()); err != nil {
 		return &PeerError{Rank: p, Err: err}
 	}
-	pool.Put(w, pk)
 	return nil
 }
 
@@ -641,6 +661,23 @@ func (t *Transport) sendChunks(w *waiter, id uint64, p int, b []byte, rank, tag 
 			t.settle(w)
 			return
 		}
+		t.addOp(r, op{w: w, last: end == len(b)})
+	}
+}
+
+// recvChunks posts receives of b from MPI rank rank on tag, as the chunks
+// sendChunks sends, each an op of w counted in w.left. When MPI refuses
+// one, w fails with a *PeerError naming process p; the chunks posted
+// before it still complete. The caller holds the MPI lock.
+func (t *Transport) recvChunks(w *waiter, p int, b []byte, rank, tag int) {
+	for off := 0; off < len(b); off += cmpi.MaxMessage {
+		end := min(off+cmpi.MaxMessage, len(b))
+		r, err := t.comm.Irecv(b[off:end], rank, tag)
+		if err != nil {
+			w.err = &PeerError{Rank: p, Err: err}
+			return
+		}
+		w.left++
 		t.addOp(r, op{w: w, last: end == len(b)})
 	}
 }
@@ -1101,17 +1138,7 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 		delete(t.waits, c.id)
 		wt.code, wt.acked = c.code, true
 		if c.code == stOK {
-			dst := wt.dst
-			for off := 0; off < len(dst); off += cmpi.MaxMessage {
-				end := min(off+cmpi.MaxMessage, len(dst))
-				r, err := t.comm.Irecv(dst[off:end], pl.rank, t.me.dataTag())
-				if err != nil {
-					wt.err = &PeerError{Rank: p, Err: err}
-					break
-				}
-				wt.left++
-				t.addOp(r, op{w: wt, last: end == len(dst)})
-			}
+			t.recvChunks(wt, p, wt.dst, pl.rank, t.me.dataTag())
 		}
 		t.finish(wt)
 	case kPutGo:
@@ -1680,45 +1707,30 @@ func setMovedTags(tagUB int) {
 // completed every send of the bytes (data may be reused: the receiver has
 // them, or MPI has buffered them), or from Close.
 func (t *Transport) SendMoved(w int, to rdma.Addr, pk *packet.Packet, data []byte, done rdma.PutDone) error {
-	if t.closed.Load() {
-		return rdma.ErrClosed
+	span := movedSpan.Load()
+	if span == 0 || t.cfg.NoMove {
+		return rdma.ErrAgain
 	}
-	p, err := t.dest(to)
+	tag := movedBase + int(movedSeq.Add(1)%uint64(span))
+	pk.RecvID = uint64(tag) // before packetHead encodes it
+	p, pool, head, err := t.packetHead(to, pk)
 	if err != nil {
 		return err
 	}
-	span := movedSpan.Load()
-	if p == t.rank || span == 0 || t.cfg.NoMove {
+	if p == t.rank {
 		return rdma.ErrAgain
 	}
-	if pk.Len() > t.cfg.PayloadSize {
-		return fmt.Errorf("%w: %d bytes, PayloadSize %d", ErrTooLong, pk.Len(), t.cfg.PayloadSize)
-	}
-	pool := t.pools.Of(pk)
-	if pool == nil {
-		return ErrForeignPacket
-	}
-	tag := movedBase + int(movedSeq.Add(1)%uint64(span))
-	pk.RecvID = uint64(tag)
-	var head [headSize]byte
-	pl := t.places[p]
-	encodePacketHead(&head, pl.gen, uint32(to), pk)
-	wt := &waiter{proc: p, async: done, acked: true, n: len(data)}
 	cmpi.Lock()
 	defer cmpi.Unlock()
 	if err := t.usable(p); err != nil {
 		return err
 	}
-	if err := t.room(); err != nil {
+	if err := t.sendPacket(p, &head, pk); err != nil {
 		return err
 	}
-	if err := t.sendq.Send(head[:], pk.Data(), pl.rank, pl.ctrlTag()); err != nil {
-		return &PeerError{Rank: p, Err: err}
-	}
 	pool.Put(w, pk)
-	wt.pin = pinBytes(data)
-	wt.left = chunks(len(data))
-	t.sendChunks(wt, 0, p, data, pl.rank, tag)
+	wt := &waiter{proc: p, async: done, acked: true, n: len(data), pin: pinBytes(data), left: chunks(len(data))}
+	t.sendChunks(wt, 0, p, data, t.places[p].rank, tag)
 	t.finish(wt)
 	return nil
 }
@@ -1753,18 +1765,7 @@ func (t *Transport) TakeMoved(w int, from rdma.Addr, token uint64, buf []byte, s
 		unpin(&wt.pin)
 		return rdma.ErrClosed
 	}
-	for off := 0; off < size; off += cmpi.MaxMessage {
-		end := min(off+cmpi.MaxMessage, size)
-		r, err := t.comm.Irecv(into[off:end], pl.rank, int(token))
-		if err != nil {
-			// The chunks before it are posted and will complete; the
-			// message as a whole fails.
-			wt.err = &PeerError{Rank: p, Err: err}
-			break
-		}
-		wt.left++
-		t.addOp(r, op{w: wt, last: end == size})
-	}
+	t.recvChunks(wt, p, into, pl.rank, int(token))
 	t.finish(wt)
 	return nil
 }
