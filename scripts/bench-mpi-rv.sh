@@ -10,15 +10,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-4}
 SIZE=${SIZE:-1048576}
-B=$(mktemp -d)
-trap 'rm -rf "$B"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 UCX_LOG_LEVEL=error
-make -s -C bench/osu-c MPICC=mpicc.mpich OUT="$B/mpich"
-make -s -C bench/osu-c MPICC=mpicc.openmpi OUT="$B/ompi"
+. scripts/mpi-bench-lib.sh
+mpi_bench_setup
 val() { awk -v s="$SIZE" '$1 == s { print $2 }' | tail -1; }
 for r in $(seq "$ROUNDS"); do
 	for mpi in mpich ompi; do
-		if [ $mpi = mpich ]; then L=(mpiexec.mpich -n 2); else L=(mpirun.openmpi --oversubscribe -n 2); fi
+		mpi_launcher $mpi
 		line="round $r $mpi $SIZE"
 		for p in bw rv_late rv_rtr rv_put; do
 			line+=" $p $(timeout 120 "${L[@]}" "$B/$mpi/osu_$p" -m "$SIZE:$SIZE" 2>/dev/null | val)"

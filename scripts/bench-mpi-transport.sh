@@ -14,13 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 ROUNDS=${ROUNDS:-3}
-B=$(mktemp -d)
-trap 'rm -rf "$B"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 UCX_LOG_LEVEL=error
-make -s -C bench/osu-c MPICC=mpicc.mpich OUT="$B/mpich"
-make -s -C bench/osu-c MPICC=mpicc.openmpi OUT="$B/ompi"
-$GO build -tags mpi -o "$B/fmpi-mpich" ./cmd/fmpi-osu
-$GO build -tags mpi,ompi -o "$B/fmpi-ompi" ./cmd/fmpi-osu
+. scripts/mpi-bench-lib.sh
+mpi_bench_setup fmpi
 $GO build -tags mpi -o "$B/bare-mpich" ./internal/cmd/mpipingpong
 $GO build -tags mpi,ompi -o "$B/bare-ompi" ./internal/cmd/mpipingpong
 $GO build -o "$B/corelat" ./internal/cmd/corelat
@@ -28,7 +23,7 @@ val() { awk -v s="$1" '$1 == s { print $2 }' | tail -1; }
 for r in $(seq "$ROUNDS"); do
 	echo "round $r $("$B/corelat" 2>&1)"
 	for mpi in mpich ompi; do
-		if [ $mpi = mpich ]; then L=(mpiexec.mpich -n 2); else L=(mpirun.openmpi --oversubscribe -n 2); fi
+		mpi_launcher $mpi
 		for b in "latency 8" "bw 1048576" "latency_mt 8"; do
 			set -- $b
 			ex=(); [ "$1" = latency_mt ] && ex=(-t 4)

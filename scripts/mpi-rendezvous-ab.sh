@@ -13,17 +13,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 ROUNDS=${ROUNDS:-8}
-B=$(mktemp -d)
-trap 'rm -rf "$B"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 UCX_LOG_LEVEL=error
-make -s -C bench/osu-c MPICC=mpicc.mpich OUT="$B/mpich"
-make -s -C bench/osu-c MPICC=mpicc.openmpi OUT="$B/ompi"
-$GO build -tags mpi -o "$B/fmpi-mpich" ./cmd/fmpi-osu
-$GO build -tags mpi,ompi -o "$B/fmpi-ompi" ./cmd/fmpi-osu
+. scripts/mpi-bench-lib.sh
+mpi_bench_setup fmpi
 val() { awk -v s="$1" '$1 == s { print $2 }' | tail -1; }
 for r in $(seq "$ROUNDS"); do
 	for mpi in mpich ompi; do
-		if [ $mpi = mpich ]; then L=(mpiexec.mpich -n 2); else L=(mpirun.openmpi --oversubscribe -n 2); fi
+		mpi_launcher $mpi
 		for b in "bw 1048576" "bw 65536" "latency 65536" "latency 1048576"; do
 			set -- $b
 			ways="put mpi"
