@@ -267,12 +267,19 @@ func (c *Comm) Free() error {
 // Request is an MPI request handle.
 type Request struct{ r C.MPI_Request }
 
+// requestNull is MPI_REQUEST_NULL, read once: a constant of MPICH's and the
+// address of a global of Open MPI's, the same for the life of the process.
+// Null is asked of every active request after each Testsome that retires
+// one (rdma/mpi's testOps), and a cgo call each time cost a window of 64
+// moved messages about 3 µs a message (BENCHMARKS.md, issue 17, session 23).
+var requestNull = C.fmpi_request_null()
+
 // NullRequest is MPI_REQUEST_NULL.
-func NullRequest() Request { return Request{r: C.fmpi_request_null()} }
+func NullRequest() Request { return Request{r: requestNull} }
 
 // Null reports whether r is MPI_REQUEST_NULL (a completed or never
-// started request).
-func (r *Request) Null() bool { return r.r == C.fmpi_request_null() }
+// started request). It makes no cgo call.
+func (r *Request) Null() bool { return r.r == requestNull }
 
 // Test tests r once; the caller holds the lock.
 func (r *Request) Test() (bool, error) {
