@@ -66,7 +66,9 @@
 // gets the bytes right after the RTS instead, and when the RTS meets its
 // receive, the receiver has the transport receive them into the buffer: no
 // RTR, Put or Done; the send completes when the transport says the bytes
-// are taken (not for Ssend, which keeps the RTR).
+// are taken (not for Ssend, which keeps the RTR). A receive from a sender
+// behind such a transport offers nothing (rdma.Mover.Moves): an offer
+// would have the sender Put instead of moving, which is slower there.
 // A message longer than the receive buffer
 // is truncated to it, as MPI does: the receive's error is a *TruncateError
 // and the message is consumed. Cancelling a receive whose buffer was offered

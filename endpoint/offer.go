@@ -229,7 +229,8 @@ func (e *Endpoint) mayOffer(src, tag int, r *Request) bool {
 }
 
 // offerBuffer registers r's buffer before r is posted, when r may be
-// offered (mayOffer) and its source is in another process, filling in po;
+// offered (mayOffer), its source is in another process and the transport
+// there does not move messages itself (rdma.Mover.Moves), filling in po;
 // it reports false if r is not to be offered. (po is filled in place: a
 // pendingOffer returned by value went through the stack as small stores
 // read back as one wide load, which the processor cannot forward.)
@@ -237,6 +238,9 @@ func (e *Endpoint) offerBuffer(c Comm, src int, r *Request, po *pendingOffer) bo
 	to := c.Addrs[src]
 	if !e.c.p.remote(to) {
 		return false // the sender fills the receive itself
+	}
+	if m := e.c.p.moverOf(to); m != nil && m.Moves() {
+		return false // the sender moves the message (rdma.Mover.Moves)
 	}
 	count := e.c.off.arrivedFrom(to)
 	region, err := e.c.p.tr.Register(r.buf)

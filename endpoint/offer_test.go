@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/fibermpi/fibermpi/fiber"
 	"github.com/fibermpi/fibermpi/packet"
+	"github.com/fibermpi/fibermpi/rdma"
 	"github.com/fibermpi/fibermpi/rdma/inproc"
 )
 
@@ -77,6 +79,118 @@ func TestOfferSkipsRTS(t *testing.T) {
 		if got := exchange(c.recvFirst, c.src); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s: packets %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// mover is remote with a rendezvous of its own (rdma.Mover), as rdma/mpi:
+// SendMoved sends the RTS and keeps the bytes under a token, TakeMoved
+// copies them into the receive's buffer, and both sides' PutDone run from
+// the next Progress. With moves false it moves nothing (Moves, and
+// SendMoved says ErrAgain), as rdma/mpi with Config.NoMove.
+type mover struct {
+	*remote
+	moves bool
+	mu    sync.Mutex
+	next  uint64
+	held  map[uint64]movedBytes
+	done  []func(w int)
+}
+
+type movedBytes struct {
+	data []byte
+	done rdma.PutDone
+}
+
+func newMover(moves bool) *mover {
+	return &mover{remote: newRemote(), moves: moves, held: make(map[uint64]movedBytes)}
+}
+
+func (m *mover) Moves() bool { return m.moves }
+
+func (m *mover) SendMoved(w int, to rdma.Addr, pk *packet.Packet, data []byte, done rdma.PutDone) error {
+	if !m.moves {
+		return rdma.ErrAgain
+	}
+	m.mu.Lock()
+	m.next++
+	token := m.next
+	m.held[token] = movedBytes{data, done}
+	m.mu.Unlock()
+	pk.RecvID = token
+	if err := m.remote.Send(w, to, pk); err != nil {
+		m.mu.Lock()
+		delete(m.held, token)
+		m.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+func (m *mover) TakeMoved(w int, from rdma.Addr, token uint64, buf []byte, size int, done rdma.PutDone) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.held[token]
+	if !ok || len(b.data) != size {
+		return fmt.Errorf("no moved message %d of %d bytes", token, size)
+	}
+	delete(m.held, token)
+	copy(buf, b.data)
+	m.done = append(m.done, func(w int) { b.done.PutDone(w, nil) }, func(w int) { done.PutDone(w, nil) })
+	return nil
+}
+
+func (m *mover) Progress(w int) int {
+	m.mu.Lock()
+	done := m.done
+	m.done = nil
+	m.mu.Unlock()
+	for _, f := range done {
+		f(w)
+	}
+	return len(done) + m.remote.Progress(w)
+}
+
+// A receive posted before its large message offers nothing to a sender
+// whose transport moves the message itself (rdma.Mover.Moves): the RTS
+// alone travels, and the transport moves the bytes. The same transport
+// moving nothing (rdma/mpi's FIBERMPI_MPI_RENDEZVOUS=put) gets the offer,
+// the Put and the Done.
+func TestOfferNotToMovers(t *testing.T) {
+	for _, c := range []struct {
+		moves bool
+		want  map[packet.Kind]int
+	}{
+		{true, map[packet.Kind]int{packet.KindRTS: 1}},
+		{false, map[packet.Kind]int{kindOffer: 1, packet.KindDone: 1}},
+	} {
+		t.Run(fmt.Sprintf("moves=%v", c.moves), func(t *testing.T) {
+			tr := newMover(c.moves)
+			p, h := offerJob(t, Options{Transport: tr})
+			defer p.Finalize()
+			w := h[0].World()
+			data := pattern(100_000, 3)
+			buf := make([]byte, len(data))
+			r, err := h[1].Irecv(w, 0, 4, buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.offered == c.moves {
+				t.Errorf("receive offered %v, want %v", r.offered, !c.moves)
+			}
+			s, err := h[0].Isend(w, 0, 1, 4, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h[0].Wait(s); err != nil {
+				t.Fatal(err)
+			}
+			if err := h[1].Wait(r); err != nil || !bytes.Equal(buf, data) || r.Status().Count != len(data) {
+				t.Fatalf("receive: %v, status %+v, data equal %v", err, r.Status(), bytes.Equal(buf, data))
+			}
+			if got := tr.count(); fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Errorf("packets %v, want %v", got, c.want)
+			}
+		})
 	}
 }
 

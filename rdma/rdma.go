@@ -224,9 +224,17 @@ type EagerReceiver interface {
 // The receiver must take every moved message it is sent, truncated or not:
 // the sender's transfer ends only then. Neither call may be made from
 // inside ReceiveEager.
+//
+// Moves reports whether SendMoved moves messages at all (rdma/mpi: not
+// with Config.NoMove, nor when MPI_TAG_UB leaves no room for their tags).
+// While it does, a receiver does not offer its buffer to a sender behind
+// this transport (the endpoint layer's offers, which save the RTS and RTR
+// of transports without a rendezvous of their own): a sender that has an
+// offer Puts into it, the slower way here.
 type Mover interface {
 	SendMoved(w int, to Addr, pk *packet.Packet, data []byte, done PutDone) error
 	TakeMoved(w int, from Addr, token uint64, buf []byte, size int, done PutDone) error
+	Moves() bool
 }
 
 // MoverRouter is implemented by transports that hand each destination to

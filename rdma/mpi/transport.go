@@ -1692,6 +1692,9 @@ var (
 	movedSeq  atomic.Uint64
 )
 
+// Moves reports whether SendMoved moves messages: rdma.Mover.
+func (t *Transport) Moves() bool { return movedSpan.Load() != 0 && !t.cfg.NoMove }
+
 func setMovedTags(tagUB int) {
 	if span := int64(tagUB) - movedBase + 1; span >= 1<<16 {
 		movedSpan.Store(span)
@@ -1708,7 +1711,7 @@ func setMovedTags(tagUB int) {
 // them, or MPI has buffered them), or from Close.
 func (t *Transport) SendMoved(w int, to rdma.Addr, pk *packet.Packet, data []byte, done rdma.PutDone) error {
 	span := movedSpan.Load()
-	if span == 0 || t.cfg.NoMove {
+	if !t.Moves() {
 		return rdma.ErrAgain
 	}
 	tag := movedBase + int(movedSeq.Add(1)%uint64(span))
