@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
@@ -20,6 +21,14 @@ const (
 	DefaultMaxQueue = 1024
 	// DefaultSpin is Config.Spin's default.
 	DefaultSpin = 16
+	// DefaultWhole is Config.Whole's default under MPICH: MPICH 4.0.2 over
+	// UCX 1.13 here sends a message of up to 8192 bytes eagerly and a
+	// longer one by UCX's rendezvous, 3.9 against 0.7 µs a message in a
+	// window (an eager packet of 8192 bytes and its 64-byte head make
+	// 8256). Open MPI 4.1.4 has no such step there, and splitting cost it
+	// 12 % of the latency at 8 KiB, so under any other MPI the default is
+	// -1 (BENCHMARKS.md, issue 17, session 23).
+	DefaultWhole = 8192
 )
 
 // Config describes a transport. Exchange and Layout are required; every
@@ -61,6 +70,14 @@ type Config struct {
 	// comparisons; BENCHMARKS.md, issue 17). By default MPI's own
 	// rendezvous moves a large message's bytes after its RTS.
 	NoMove bool
+	// Whole is the longest MPI message a packet takes in one piece: a
+	// packet whose head and payload are longer goes as several messages
+	// of at most Whole bytes, back to back, and the receiver joins them
+	// (one copy more). It keeps a full-size eager message under the MPI's
+	// own eager limit. 0 means the MPI's default, which New resolves from
+	// MPI_Get_library_version: DefaultWhole under MPICH, else -1; -1 means
+	// no limit. Otherwise it must be at least 128.
+	Whole int
 	// Logf logs what the transport drops (malformed messages) and lost
 	// peers; nil means log.Printf.
 	Logf func(format string, args ...any)
@@ -140,11 +157,26 @@ func (c Config) Validate() error {
 	if c.Spin < -1 || c.Spin > 1<<20 {
 		return invalid("Spin %d (at most -1 to 1<<20)", c.Spin)
 	}
+	if c.Whole != 0 && c.Whole != -1 && c.Whole < 2*headSize {
+		return invalid("Whole %d (0, -1, or at least %d)", c.Whole, 2*headSize)
+	}
 	return nil
 }
 
-// String prints the effective configuration.
+// wholeFor resolves Whole 0 for the MPI library named lib.
+func wholeFor(whole int, lib string) int {
+	if whole != 0 {
+		return whole
+	}
+	if strings.Contains(lib, "MPICH") {
+		return DefaultWhole
+	}
+	return -1
+}
+
+// String prints the effective configuration (Whole 0: the MPI's default,
+// resolved by New).
 func (c Config) String() string {
 	c = c.withDefaults()
-	return fmt.Sprintf("mpi.Config{Peers: %v, PayloadSize: %d, Ring: %d, MaxQueue: %d, Spin: %d, NoMove: %t}", c.Peers, c.PayloadSize, c.Ring, c.MaxQueue, c.Spin, c.NoMove)
+	return fmt.Sprintf("mpi.Config{Peers: %v, PayloadSize: %d, Ring: %d, MaxQueue: %d, Spin: %d, NoMove: %t, Whole: %d}", c.Peers, c.PayloadSize, c.Ring, c.MaxQueue, c.Spin, c.NoMove, c.Whole)
 }

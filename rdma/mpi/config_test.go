@@ -12,35 +12,44 @@ import (
 	"github.com/fibermpi/fibermpi/rdma/rdmatest"
 )
 
-// TestConfigSpin checks Config.Spin's range and its default.
-func TestConfigSpin(t *testing.T) {
+// TestConfigRanges checks the ranges of Config.Spin and Config.Whole and
+// their defaults, as Validate and String see them.
+func TestConfigRanges(t *testing.T) {
 	base := mpi.Config{Exchange: rdmatest.MemExchange(1)[0], Layout: rdma.NewLayout(1)}
+	spin := func(v int) func(*mpi.Config) { return func(c *mpi.Config) { c.Spin = v } }
+	whole := func(v int) func(*mpi.Config) { return func(c *mpi.Config) { c.Whole = v } }
 	for _, tc := range []struct {
-		spin int
+		name string
+		set  func(*mpi.Config)
 		ok   bool
 		str  string
 	}{
-		{0, true, "Spin: 16,"},
-		{-1, true, "Spin: -1,"},
-		{64, true, "Spin: 64,"},
-		{-2, false, ""},
-		{1<<20 + 1, false, ""},
+		{"Spin 0", spin(0), true, "Spin: 16,"},
+		{"Spin -1", spin(-1), true, "Spin: -1,"},
+		{"Spin 64", spin(64), true, "Spin: 64,"},
+		{"Spin -2", spin(-2), false, ""},
+		{"Spin 1<<20+1", spin(1<<20 + 1), false, ""},
+		{"Whole 0", whole(0), true, "Whole: 0}"},
+		{"Whole -1", whole(-1), true, "Whole: -1}"},
+		{"Whole 128", whole(128), true, "Whole: 128}"},
+		{"Whole 127", whole(127), false, ""},
+		{"Whole -2", whole(-2), false, ""},
 	} {
 		c := base
-		c.Spin = tc.spin
+		tc.set(&c)
 		err := c.Validate()
 		if tc.ok != (err == nil) {
-			t.Errorf("Spin %d: Validate = %v, want ok %v", tc.spin, err, tc.ok)
+			t.Errorf("%s: Validate = %v, want ok %v", tc.name, err, tc.ok)
 			continue
 		}
 		if !tc.ok {
 			if !errors.Is(err, mpi.ErrInvalidConfig) {
-				t.Errorf("Spin %d: %v does not match ErrInvalidConfig", tc.spin, err)
+				t.Errorf("%s: %v does not match ErrInvalidConfig", tc.name, err)
 			}
 			continue
 		}
 		if s := c.String(); !strings.Contains(s, tc.str) {
-			t.Errorf("Spin %d: String() = %q, want it to contain %q", tc.spin, s, tc.str)
+			t.Errorf("%s: String() = %q, want it to contain %q", tc.name, s, tc.str)
 		}
 	}
 }

@@ -20,10 +20,15 @@
 // Each transport posts Config.Ring receives from MPI_ANY_SOURCE on its
 // control tag into C buffers (a ring); messages of one source complete in
 // ring order, and the ring is consumed in order, so packets between a pair
-// arrive in send order. A packet is one message: a 64-byte head (kind,
+// arrive in send order. A packet is a message: a 64-byte head (kind,
 // the destination's generation and address, the packet header) and the
 // payload, copied by one cgo call into a send buffer and sent with
-// MPI_Isend; Send returns the packet to its pool at once. An eager
+// MPI_Isend; Send returns the packet to its pool at once. A packet longer
+// than Config.Whole (by default 8192 bytes under MPICH, whose eager limit
+// that is here; no limit under Open MPI) goes as several messages back to
+// back, and the receiver joins them: a full 8 KiB eager message then
+// stays out of MPICH's rendezvous, in which it took twice as long (7.1
+// against 3.3 µs one-way; BENCHMARKS.md, issue 17, session 23). An eager
 // message needs no packet on either side (rdma.EagerSender,
 // rdma.EagerReceiver): SendEager copies the caller's bytes by that same
 // cgo call, and an eager arrival for a receive already posted goes from

@@ -256,6 +256,10 @@ type Transport struct {
 	reqs          []cmpi.Request
 	idx           []int32
 	inPut         map[int]int // by MPI rank: receives of that rank's Put bytes in flight
+	// asm joins the parts of packets longer than Config.Whole, by the
+	// MPI rank that sends them (kPacketFirst, kPacketMore). Under the
+	// MPI lock, as the ring.
+	asm map[int]*assembly
 	// idle counts Progress's polls in a row that found nothing: from the
 	// third on, a poll spins in C (Config.Spin).
 	idle int
@@ -313,6 +317,7 @@ func New(cfg Config) (*Transport, error) {
 	cfg.Peers = slices.Clone(cfg.Peers)
 	ex := cfg.Exchange
 	world, ierr := cmpi.Init()
+	cfg.Whole = wholeFor(cfg.Whole, world.Library)
 	slot := headSize + cfg.PayloadSize
 	ring, lane, gen := takeLane(cfg.Ring, slot, world.TagUB)
 	setMovedTags(world.TagUB)
@@ -342,7 +347,7 @@ func New(cfg Config) (*Transport, error) {
 		rank: ex.Rank(), layout: cfg.Layout, cfg: cfg, comm: world.Comm,
 		me:     place{rank: world.Rank, lane: lane, gen: gen},
 		places: make([]place, ex.Size()), isPeer: make([]bool, ex.Size()), closedP: make([]atomic.Bool, ex.Size()),
-		list: cfg.Peers, waits: make(map[uint64]*waiter), inPut: make(map[int]int), held: make(map[rdma.Addr][]*packet.Packet),
+		list: cfg.Peers, waits: make(map[uint64]*waiter), inPut: make(map[int]int), asm: make(map[int]*assembly), held: make(map[rdma.Addr][]*packet.Packet),
 		regs: make(map[uint32]*region), stop: make(chan struct{}),
 	}
 	t.tagBase = uint64(time.Now().UnixNano())*0x9e3779b97f4a7c15 ^ uint64(lane)<<32
@@ -547,8 +552,38 @@ func (t *Transport) sendPacket(p int, head *[headSize]byte, pk *packet.Packet) e
 		return err
 	}
 	pl := t.places[p]
-	if err := t.sendq.Send(head[:], pk.Data(), pl.rank, pl.ctrlTag()); err != nil {
+	if err := t.sendMsg(head, pk.Data(), pl.rank, pl.ctrlTag()); err != nil {
 		return &PeerError{Rank: p, Err: err}
+	}
+	return nil
+}
+
+// sendMsg sends a packet message, head then body, to MPI rank rank on
+// tag: as one message, or, when it is longer than Config.Whole, as a
+// kPacketFirst and kPacketMore messages of at most Whole bytes each, back
+// to back (the caller holds the MPI lock, so no other message of this
+// process comes between them on tag). head[0] is kPacket; a split head
+// keeps its kind for the caller.
+func (t *Transport) sendMsg(head *[headSize]byte, body []byte, rank, tag int) error {
+	whole := t.cfg.Whole
+	if whole < 0 || headSize+len(body) <= whole {
+		return t.sendq.Send(head[:], body, rank, tag)
+	}
+	part := whole - headSize
+	first := *head
+	first[0] = kPacketFirst
+	if err := t.sendq.Send(first[:], body[:part], rank, tag); err != nil {
+		return err
+	}
+	var more [headSize]byte
+	more[0] = kPacketMore
+	copy(more[1:4], head[1:4]) // the generation
+	for rest := body[part:]; len(rest) > 0; {
+		k := min(len(rest), part)
+		if err := t.sendq.Send(more[:], rest[:k], rank, tag); err != nil {
+			return err
+		}
+		rest = rest[k:]
 	}
 	return nil
 }
@@ -582,7 +617,7 @@ func (t *Transport) SendEager(w int, to rdma.Addr, h rdma.EagerHeader, data []by
 			return false
 		}
 	}
-	return t.sendq.Send(head[:], data, pl.rank, pl.ctrlTag()) == nil
+	return t.sendMsg(&head, data, pl.rank, pl.ctrlTag()) == nil
 }
 
 // sendCtl sends a control message to pl; the caller holds the MPI lock.
@@ -1108,8 +1143,12 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 			return false
 		}
 	}
-	if msg[0] == kPacket {
+	switch msg[0] {
+	case kPacket:
 		return t.arrive(w, msg, src)
+	case kPacketFirst, kPacketMore:
+		t.assemble(w, msg, src)
+		return true
 	}
 	var c ctl
 	c.decode(msg)
@@ -1305,6 +1344,50 @@ func (t *Transport) arrive(w int, msg []byte, src int) bool {
 	}
 	t.push(arrival{to: to, raw: append([]byte(nil), msg...)})
 	return true
+}
+
+// assembly is a packet of one MPI rank being joined from its parts: its
+// head and the payload so far, and the length it will have.
+type assembly struct {
+	msg  []byte
+	want int
+}
+
+// assemble takes the part msg of a packet longer than Config.Whole from
+// MPI rank src (kPacketFirst, kPacketMore) and, with the last one, hands
+// the joined packet to arrive, which copies what it keeps. Parts out of
+// turn are logged and dropped. The caller holds the MPI lock.
+func (t *Transport) assemble(w int, msg []byte, src int) {
+	a := t.asm[src]
+	if msg[0] == kPacketFirst {
+		n := int(binary.LittleEndian.Uint32(msg[pktHead+12:]))
+		if n > t.cfg.PayloadSize || headSize+n <= len(msg) {
+			t.cfg.Logf("mpi: process %d: dropped the first part of a packet of %d bytes in %d from MPI rank %d", t.rank, n, len(msg), src)
+			return
+		}
+		if a == nil {
+			a = &assembly{msg: make([]byte, 0, headSize+t.cfg.PayloadSize)}
+			t.asm[src] = a
+		} else if len(a.msg) > 0 {
+			t.cfg.Logf("mpi: process %d: dropped %d bytes of an unfinished packet from MPI rank %d", t.rank, len(a.msg), src)
+		}
+		a.msg = append(a.msg[:0], msg...)
+		a.msg[0] = kPacket
+		a.want = headSize + n
+		return
+	}
+	if a == nil || len(a.msg) == 0 || len(a.msg)+len(msg)-headSize > a.want {
+		t.cfg.Logf("mpi: process %d: dropped a part of %d bytes of no packet from MPI rank %d", t.rank, len(msg), src)
+		if a != nil {
+			a.msg = a.msg[:0]
+		}
+		return
+	}
+	a.msg = append(a.msg, msg[headSize:]...)
+	if len(a.msg) == a.want {
+		t.arrive(w, a.msg, src)
+		a.msg = a.msg[:0]
+	}
 }
 
 // receiveEager hands an eager message straight from the ring to its

@@ -22,6 +22,12 @@ import (
 //	      16..24 id: the request an answer is for
 //	      24..28 key, 32..40 off, 40..48 n, 48..56 tag: an access
 //
+// A packet longer than Config.Whole travels as a kPacketFirst (a kPacket's
+// head and the first Whole−64 bytes of the payload) and kPacketMore
+// messages (kind and generation, then up to Whole−64 more bytes), back to
+// back: MPI keeps the order of one source and tag, so the receiver joins
+// the parts of each source in turn (assembly).
+//
 // Bytes of a transfer travel as MPI messages of their own, not on the
 // control tag: a Put's (kPut) and a Get's answer on the receiver's data
 // tag, a started Put's (kPutAsk) on the owner's put tag, each after
@@ -30,17 +36,19 @@ const headSize = 64
 
 // Kinds of messages.
 const (
-	kPacket = 1 + iota // a packet for an endpoint
-	kBind              // addr is bound now; answer kAck
-	kUnbind            // addr is not bound any more; answer kAck
-	kAck               // the answer to kBind, kUnbind
-	kPut               // n bytes for a region follow on the data tag; answer kPutAck once placed
-	kPutAck            // code
-	kGet               // send n bytes of a region; answer kGetAck, then (if ok) the bytes on the data tag
-	kGetAck            // code
-	kBye               // the sender closed its transport
-	kPutAsk            // a started Put: answer kPutGo once the receive is posted, kPutAck once the bytes are in
-	kPutGo             // the receive of kPutAsk id's bytes is posted: send them on the put tag
+	kPacket      = 1 + iota // a packet for an endpoint
+	kBind                   // addr is bound now; answer kAck
+	kUnbind                 // addr is not bound any more; answer kAck
+	kAck                    // the answer to kBind, kUnbind
+	kPut                    // n bytes for a region follow on the data tag; answer kPutAck once placed
+	kPutAck                 // code
+	kGet                    // send n bytes of a region; answer kGetAck, then (if ok) the bytes on the data tag
+	kGetAck                 // code
+	kBye                    // the sender closed its transport
+	kPutAsk                 // a started Put: answer kPutGo once the receive is posted, kPutAck once the bytes are in
+	kPutGo                  // the receive of kPutAsk id's bytes is posted: send them on the put tag
+	kPacketFirst            // a kPacket longer than Config.Whole: its head and the first bytes of its payload
+	kPacketMore             // the next bytes of the payload of the kPacketFirst before it from the same process
 )
 
 // Status codes of answers.
