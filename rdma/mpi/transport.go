@@ -1793,8 +1793,8 @@ func setMovedTags(tagUB int) {
 // completed every send of the bytes (data may be reused: the receiver has
 // them, or MPI has buffered them), or from Close.
 func (t *Transport) SendMoved(w int, to rdma.Addr, pk *packet.Packet, data []byte, done rdma.PutDone) error {
-	span := movedSpan.Load()
-	if !t.Moves() {
+	span := movedSpan.Load() // once: the tag below divides by it
+	if span == 0 || t.cfg.NoMove {
 		return rdma.ErrAgain
 	}
 	tag := movedBase + int(movedSeq.Add(1)%uint64(span))
