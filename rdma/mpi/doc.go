@@ -27,8 +27,8 @@
 // than Config.Whole (by default 8192 bytes under MPICH, whose eager limit
 // that is here; no limit under Open MPI) goes as several messages back to
 // back, and the receiver joins them: a full 8 KiB eager message then
-// stays out of MPICH's rendezvous, in which it took twice as long (7.1
-// against 3.3 µs one-way; BENCHMARKS.md, issue 17, session 23). An eager
+// stays out of MPICH's rendezvous, in which it took about twice as long
+// (7.0 against 3.7 µs one-way; BENCHMARKS.md, issue 17, session 23). An eager
 // message needs no packet on either side (rdma.EagerSender,
 // rdma.EagerReceiver): SendEager copies the caller's bytes by that same
 // cgo call, and an eager arrival for a receive already posted goes from
