@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/fibermpi/fibermpi/packet"
 )
 
 // The environment variables a user sets at launch (fmpirun passes its
@@ -18,8 +20,12 @@ const (
 	// positive integer.
 	EnvWorkers = "FIBERMPI_WORKERS"
 	// EnvEagerLimit sets Options.EagerLimit: the largest message sent
-	// eagerly, in bytes (a suffix k or K means KiB), at most the packet
-	// payload size; a negative value sends everything by rendezvous.
+	// eagerly, in bytes (a suffix k or K means KiB); a negative value
+	// sends everything by rendezvous. Above the packet payload size it
+	// raises Options.PayloadSize to match, when the program left that
+	// unset (every pooled packet then holds as many bytes), up to
+	// packet.MaxPayloadSize; over MPICH, 32k made 16–32 KiB messages about
+	// twice as fast (BENCHMARKS.md, issue 17, session 23).
 	EnvEagerLimit = "FIBERMPI_EAGER_LIMIT"
 	// EnvProgress sets Options.Progress: "idle", "server" or "caller".
 	EnvProgress = "FIBERMPI_PROGRESS"
@@ -95,9 +101,16 @@ func (o Options) withEnv(lookup func(string) (string, bool)) (Options, error) {
 		if n == 0 {
 			return bad(EnvEagerLimit, v, "0 is the default's own value; unset the variable instead")
 		}
-		payload := o.withDefaults().PayloadSize
-		if n*mult > payload {
-			return bad(EnvEagerLimit, v, fmt.Sprintf("exceeds the packet payload size, %d bytes", payload))
+		switch payload := o.withDefaults().PayloadSize; {
+		case n*mult <= payload:
+		case o.PayloadSize == 0 && n*mult <= packet.MaxPayloadSize:
+			// A packet must hold an eager message: the payload grows
+			// with the limit, unless the program set it.
+			o.PayloadSize = n * mult
+		case o.PayloadSize == 0:
+			return bad(EnvEagerLimit, v, fmt.Sprintf("exceeds the largest packet payload, %d bytes", packet.MaxPayloadSize))
+		default:
+			return bad(EnvEagerLimit, v, fmt.Sprintf("exceeds the packet payload size the program set, %d bytes", payload))
 		}
 		o.EagerLimit = n * mult
 	}

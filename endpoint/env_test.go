@@ -28,6 +28,8 @@ func TestWithEnv(t *testing.T) {
 		{map[string]string{EnvEagerLimit: "100"}, Options{}, func(o Options) any { return o.EagerLimit }, 100},
 		{map[string]string{EnvEagerLimit: "-1"}, Options{}, func(o Options) any { return o.EagerLimit }, -1},
 		{map[string]string{EnvEagerLimit: "100"}, Options{EagerLimit: 7}, func(o Options) any { return o.EagerLimit }, 7},
+		{map[string]string{EnvEagerLimit: "32k"}, Options{}, func(o Options) any { return [2]int{o.EagerLimit, o.PayloadSize} }, [2]int{32768, 32768}},
+		{map[string]string{EnvEagerLimit: "4k"}, Options{}, func(o Options) any { return o.PayloadSize }, 0},
 		{map[string]string{EnvProgress: "server"}, Options{}, func(o Options) any { return o.Progress }, ProgressServer},
 		{map[string]string{EnvProgress: "Caller"}, Options{}, func(o Options) any { return o.Progress }, ProgressCaller},
 		{map[string]string{EnvProgress: "caller"}, Options{Progress: ProgressServer}, func(o Options) any { return o.Progress }, ProgressServer},
@@ -50,7 +52,7 @@ func TestWithEnv(t *testing.T) {
 	}
 	bad := []map[string]string{
 		{EnvWorkers: "two"}, {EnvWorkers: "0"}, {EnvWorkers: "-4"},
-		{EnvEagerLimit: "lots"}, {EnvEagerLimit: "0"}, {EnvEagerLimit: "1000000"},
+		{EnvEagerLimit: "lots"}, {EnvEagerLimit: "0"}, {EnvEagerLimit: "5000000"},
 		{EnvProgress: "fast"},
 		{EnvPin: "maybe"}, {EnvPin: "3-1"}, {EnvPin: "1,,2"},
 		{EnvTransport: "udp"}, {EnvBind: "socket"}, {EnvShmPut: "cma"}, {EnvMPIRendezvous: "rdma"},
@@ -67,6 +69,16 @@ func TestWithEnv(t *testing.T) {
 				t.Errorf("%v: error %q does not name %s", env, err, name)
 			}
 		}
+	}
+}
+
+// FIBERMPI_EAGER_LIMIT above a payload size the program set is an error
+// naming the variable; left unset, the payload grows to the limit (above).
+func TestEnvEagerOverPayload(t *testing.T) {
+	_, err := Options{PayloadSize: 4096}.withEnv(envOf(map[string]string{EnvEagerLimit: "8k"}))
+	var ee *EnvError
+	if !errors.As(err, &ee) || ee.Name != EnvEagerLimit || !strings.Contains(err.Error(), "4096") {
+		t.Fatalf("8k over PayloadSize 4096: %v, want an *EnvError naming %s and the size", err, EnvEagerLimit)
 	}
 }
 
