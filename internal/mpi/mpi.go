@@ -270,8 +270,9 @@ type Request struct{ r C.MPI_Request }
 // requestNull is MPI_REQUEST_NULL, read once: a constant of MPICH's and the
 // address of a global of Open MPI's, the same for the life of the process.
 // Null is asked of every active request after each Testsome that retires
-// one (rdma/mpi's testOps), and a cgo call each time cost a window of 64
-// moved messages about 3 µs a message (BENCHMARKS.md, issue 17, session 23).
+// one (rdma/mpi's testOps); with a cgo call each time, that call alone was
+// 5.6 % of all samples of fmpi-osu bw at 16 KiB over MPICH (BENCHMARKS.md,
+// issue 17, session 23).
 var requestNull = C.fmpi_request_null()
 
 // NullRequest is MPI_REQUEST_NULL.
