@@ -259,7 +259,7 @@ type Transport struct {
 	// asm joins the parts of packets longer than Config.Whole, by the
 	// MPI rank that sends them (kPacketFirst, kPacketMore). Under the
 	// MPI lock, as the ring.
-	asm map[int]*assembly
+	asm map[int][]byte
 	// idle counts Progress's polls in a row that found nothing: from the
 	// third on, a poll spins in C (Config.Spin).
 	idle int
@@ -347,7 +347,7 @@ func New(cfg Config) (*Transport, error) {
 		rank: ex.Rank(), layout: cfg.Layout, cfg: cfg, comm: world.Comm,
 		me:     place{rank: world.Rank, lane: lane, gen: gen},
 		places: make([]place, ex.Size()), isPeer: make([]bool, ex.Size()), closedP: make([]atomic.Bool, ex.Size()),
-		list: cfg.Peers, waits: make(map[uint64]*waiter), inPut: make(map[int]int), asm: make(map[int]*assembly), held: make(map[rdma.Addr][]*packet.Packet),
+		list: cfg.Peers, waits: make(map[uint64]*waiter), inPut: make(map[int]int), asm: make(map[int][]byte), held: make(map[rdma.Addr][]*packet.Packet),
 		regs: make(map[uint32]*region), stop: make(chan struct{}),
 	}
 	t.tagBase = uint64(time.Now().UnixNano())*0x9e3779b97f4a7c15 ^ uint64(lane)<<32
@@ -1346,48 +1346,39 @@ func (t *Transport) arrive(w int, msg []byte, src int) bool {
 	return true
 }
 
-// assembly is a packet of one MPI rank being joined from its parts: its
-// head and the payload so far, and the length it will have.
-type assembly struct {
-	msg  []byte
-	want int
-}
-
 // assemble takes the part msg of a packet longer than Config.Whole from
-// MPI rank src (kPacketFirst, kPacketMore) and, with the last one, hands
-// the joined packet to arrive, which copies what it keeps. Parts out of
-// turn are logged and dropped. The caller holds the MPI lock.
+// MPI rank src (kPacketFirst, kPacketMore) into t.asm[src], the packet's
+// head and its payload so far, and, with the last part, hands the joined
+// packet to arrive, which copies what it keeps. Parts out of turn are
+// logged and dropped. The caller holds the MPI lock.
 func (t *Transport) assemble(w int, msg []byte, src int) {
 	a := t.asm[src]
 	if msg[0] == kPacketFirst {
-		n := int(binary.LittleEndian.Uint32(msg[pktHead+12:]))
-		if n > t.cfg.PayloadSize || headSize+n <= len(msg) {
+		if n := payloadLen(msg); n > t.cfg.PayloadSize || headSize+n <= len(msg) {
 			t.cfg.Logf("mpi: process %d: dropped the first part of a packet of %d bytes in %d from MPI rank %d", t.rank, n, len(msg), src)
 			return
 		}
-		if a == nil {
-			a = &assembly{msg: make([]byte, 0, headSize+t.cfg.PayloadSize)}
-			t.asm[src] = a
-		} else if len(a.msg) > 0 {
-			t.cfg.Logf("mpi: process %d: dropped %d bytes of an unfinished packet from MPI rank %d", t.rank, len(a.msg), src)
+		if len(a) > 0 {
+			t.cfg.Logf("mpi: process %d: dropped %d bytes of an unfinished packet from MPI rank %d", t.rank, len(a), src)
+		} else if a == nil {
+			a = make([]byte, 0, headSize+t.cfg.PayloadSize)
 		}
-		a.msg = append(a.msg[:0], msg...)
-		a.msg[0] = kPacket
-		a.want = headSize + n
+		a = append(a[:0], msg...)
+		a[0] = kPacket
+		t.asm[src] = a
 		return
 	}
-	if a == nil || len(a.msg) == 0 || len(a.msg)+len(msg)-headSize > a.want {
+	if len(a) == 0 || len(a)+len(msg)-headSize > headSize+payloadLen(a) {
 		t.cfg.Logf("mpi: process %d: dropped a part of %d bytes of no packet from MPI rank %d", t.rank, len(msg), src)
-		if a != nil {
-			a.msg = a.msg[:0]
-		}
+		t.asm[src] = a[:0]
 		return
 	}
-	a.msg = append(a.msg, msg[headSize:]...)
-	if len(a.msg) == a.want {
-		t.arrive(w, a.msg, src)
-		a.msg = a.msg[:0]
+	a = append(a, msg[headSize:]...)
+	if len(a) == headSize+payloadLen(a) {
+		t.arrive(w, a, src)
+		a = a[:0]
 	}
+	t.asm[src] = a
 }
 
 // receiveEager hands an eager message straight from the ring to its
@@ -1448,7 +1439,7 @@ func checkPacket(msg []byte, payload int) error {
 	if len(msg) < headSize {
 		return fmt.Errorf("%d bytes", len(msg))
 	}
-	n := int(binary.LittleEndian.Uint32(msg[pktHead+12:]))
+	n := payloadLen(msg)
 	if n > payload || headSize+n != len(msg) {
 		return fmt.Errorf("a payload of %d bytes in a message of %d", n, len(msg))
 	}

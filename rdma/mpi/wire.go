@@ -111,6 +111,10 @@ func (c *ctl) decode(b []byte) {
 	c.tag = le.Uint64(b[48:])
 }
 
+// payloadLen reads the payload length in a packet message's header (the
+// length field of packet.EncodeHeader's layout).
+func payloadLen(msg []byte) int { return int(binary.LittleEndian.Uint32(msg[pktHead+12:])) }
+
 // encodePacketHead writes a packet's head for destination to.
 func encodePacketHead(b *[headSize]byte, gen, to uint32, pk *packet.Packet) {
 	b[0] = kPacket
