@@ -26,7 +26,7 @@ import (
 // head and the first Whole−64 bytes of the payload) and kPacketMore
 // messages (kind and generation, then up to Whole−64 more bytes), back to
 // back: MPI keeps the order of one source and tag, so the receiver joins
-// the parts of each source in turn (assembly).
+// the parts of each source in turn (Transport.assemble).
 //
 // Bytes of a transfer travel as MPI messages of their own, not on the
 // control tag: a Put's (kPut) and a Get's answer on the receiver's data
