@@ -29,6 +29,17 @@ const (
 	// 12 % of the latency at 8 KiB, so under any other MPI the default is
 	// -1 (BENCHMARKS.md, issue 17, session 23).
 	DefaultWhole = 8192
+	// DefaultMovedPieces is Config.MovedPieces's default: a moved message
+	// of up to 4 pieces of Whole bytes (32 KiB under MPICH) goes as
+	// pieces. Over MPICH here, against one message by UCX's rendezvous,
+	// one-way 16 KiB 12.8 → 7.9 µs, 32 KiB 15.8 → 10.3 µs, bandwidth
+	// 16 KiB 2 250 → 3 300 MB/s; at 64 KiB latency gained (19.7 → 16.9 µs)
+	// but bandwidth lost (5 000 → 4 300 MB/s), so 64 KiB goes whole
+	// (BENCHMARKS.md, issue 17, session 24).
+	DefaultMovedPieces = 4
+	// MaxMovedPieces bounds Config.MovedPieces, and the pieces a receiver
+	// posts for one moved message.
+	MaxMovedPieces = 64
 )
 
 // Config describes a transport. Exchange and Layout are required; every
@@ -78,6 +89,16 @@ type Config struct {
 	// MPI_Get_library_version: DefaultWhole under MPICH, else -1; -1 means
 	// no limit. Otherwise it must be at least 128.
 	Whole int
+	// MovedPieces is the most pieces of Whole bytes in which a moved
+	// message (rdma.Mover) goes: one of at most MovedPieces×Whole bytes
+	// goes as MPI messages of Whole bytes, each under the MPI's eager
+	// limit, where a longer one goes as one message, which the MPI moves
+	// by its rendezvous once the receiver posts the receive. The RTS
+	// tells the receiver the sender's choice. 0 means DefaultMovedPieces;
+	// -1 means none; at most MaxMovedPieces. It does nothing while Whole
+	// is -1 (under Open MPI by default: pieces made its moved messages of
+	// 16–64 KiB take 1.3–2.6 times as long).
+	MovedPieces int
 	// Logf logs what the transport drops (malformed messages) and lost
 	// peers; nil means log.Printf.
 	Logf func(format string, args ...any)
@@ -107,6 +128,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Spin == 0 {
 		c.Spin = DefaultSpin
+	}
+	if c.MovedPieces == 0 {
+		c.MovedPieces = DefaultMovedPieces
 	}
 	if c.Logf == nil {
 		c.Logf = log.Printf
@@ -160,6 +184,9 @@ func (c Config) Validate() error {
 	if c.Whole != 0 && c.Whole != -1 && c.Whole < 2*headSize {
 		return invalid("Whole %d (0, -1, or at least %d)", c.Whole, 2*headSize)
 	}
+	if c.MovedPieces < -1 || c.MovedPieces > MaxMovedPieces {
+		return invalid("MovedPieces %d (-1 to %d)", c.MovedPieces, MaxMovedPieces)
+	}
 	return nil
 }
 
@@ -178,5 +205,5 @@ func wholeFor(whole int, lib string) int {
 // resolved by New).
 func (c Config) String() string {
 	c = c.withDefaults()
-	return fmt.Sprintf("mpi.Config{Peers: %v, PayloadSize: %d, Ring: %d, MaxQueue: %d, Spin: %d, NoMove: %t, Whole: %d}", c.Peers, c.PayloadSize, c.Ring, c.MaxQueue, c.Spin, c.NoMove, c.Whole)
+	return fmt.Sprintf("mpi.Config{Peers: %v, PayloadSize: %d, Ring: %d, MaxQueue: %d, Spin: %d, NoMove: %t, Whole: %d, MovedPieces: %d}", c.Peers, c.PayloadSize, c.Ring, c.MaxQueue, c.Spin, c.NoMove, c.Whole, c.MovedPieces)
 }

@@ -12,12 +12,13 @@ import (
 	"github.com/fibermpi/fibermpi/rdma/rdmatest"
 )
 
-// TestConfigRanges checks the ranges of Config.Spin and Config.Whole and
-// their defaults, as Validate and String see them.
+// TestConfigRanges checks the ranges of Config.Spin, Config.Whole and
+// Config.MovedPieces and their defaults, as Validate and String see them.
 func TestConfigRanges(t *testing.T) {
 	base := mpi.Config{Exchange: rdmatest.MemExchange(1)[0], Layout: rdma.NewLayout(1)}
 	spin := func(v int) func(*mpi.Config) { return func(c *mpi.Config) { c.Spin = v } }
 	whole := func(v int) func(*mpi.Config) { return func(c *mpi.Config) { c.Whole = v } }
+	pieces := func(v int) func(*mpi.Config) { return func(c *mpi.Config) { c.MovedPieces = v } }
 	for _, tc := range []struct {
 		name string
 		set  func(*mpi.Config)
@@ -29,11 +30,16 @@ func TestConfigRanges(t *testing.T) {
 		{"Spin 64", spin(64), true, "Spin: 64,"},
 		{"Spin -2", spin(-2), false, ""},
 		{"Spin 1<<20+1", spin(1<<20 + 1), false, ""},
-		{"Whole 0", whole(0), true, "Whole: 0}"},
-		{"Whole -1", whole(-1), true, "Whole: -1}"},
-		{"Whole 128", whole(128), true, "Whole: 128}"},
+		{"Whole 0", whole(0), true, "Whole: 0,"},
+		{"Whole -1", whole(-1), true, "Whole: -1,"},
+		{"Whole 128", whole(128), true, "Whole: 128,"},
 		{"Whole 127", whole(127), false, ""},
 		{"Whole -2", whole(-2), false, ""},
+		{"MovedPieces 0", pieces(0), true, "MovedPieces: 4}"},
+		{"MovedPieces -1", pieces(-1), true, "MovedPieces: -1}"},
+		{"MovedPieces 64", pieces(64), true, "MovedPieces: 64}"},
+		{"MovedPieces 65", pieces(65), false, ""},
+		{"MovedPieces -2", pieces(-2), false, ""},
 	} {
 		c := base
 		tc.set(&c)

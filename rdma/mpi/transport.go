@@ -633,7 +633,7 @@ func (t *Transport) sendCtl(pl place, c *ctl) error {
 // bytes, pinned by the caller); w.dst is where a Get's bytes go (pinned by
 // the caller). On error nothing was sent and w is not used.
 func (t *Transport) call(p int, c *ctl, body []byte, w *waiter) error {
-	w.left = chunks(len(body))
+	w.left = chunks(len(body), cmpi.MaxMessage)
 	cmpi.Lock()
 	defer cmpi.Unlock()
 	if err := t.usable(p); err != nil {
@@ -646,7 +646,7 @@ func (t *Transport) call(p int, c *ctl, body []byte, w *waiter) error {
 		return &PeerError{Rank: p, Err: err}
 	}
 	t.waits[c.id] = w
-	t.sendChunks(w, c.id, p, body, pl.rank, pl.dataTag())
+	t.sendChunks(w, c.id, p, body, pl.rank, pl.dataTag(), cmpi.MaxMessage)
 	return nil
 }
 
@@ -679,15 +679,15 @@ func (t *Transport) room() error {
 	return nil
 }
 
-// sendChunks posts b to MPI rank rank on tag as chunks of at most
-// cmpi.MaxMessage, each an op of w (the last one marked), which counts
+// sendChunks posts b to MPI rank rank on tag as chunks of at most piece
+// bytes (cmpi.MaxMessage, or a moved message's pieces), each an op of w (the last one marked), which counts
 // them in w.left already. When MPI refuses a chunk the peer would wait for
 // bytes that never come, so the transport cannot go on with it: w ends
 // with a *PeerError naming process p and leaves t.waits (as id), and the
 // rest is not sent. The caller holds the MPI lock.
-func (t *Transport) sendChunks(w *waiter, id uint64, p int, b []byte, rank, tag int) {
-	for off := 0; off < len(b); off += cmpi.MaxMessage {
-		end := min(off+cmpi.MaxMessage, len(b))
+func (t *Transport) sendChunks(w *waiter, id uint64, p int, b []byte, rank, tag, piece int) {
+	for off := 0; off < len(b); off += piece {
+		end := min(off+piece, len(b))
 		r, err := t.comm.Isend(b[off:end], rank, tag)
 		if err != nil {
 			w.err = &PeerError{Rank: p, Err: err}
@@ -704,9 +704,9 @@ func (t *Transport) sendChunks(w *waiter, id uint64, p int, b []byte, rank, tag 
 // sendChunks sends, each an op of w counted in w.left. When MPI refuses
 // one, w fails with a *PeerError naming process p; the chunks posted
 // before it still complete. The caller holds the MPI lock.
-func (t *Transport) recvChunks(w *waiter, p int, b []byte, rank, tag int) {
-	for off := 0; off < len(b); off += cmpi.MaxMessage {
-		end := min(off+cmpi.MaxMessage, len(b))
+func (t *Transport) recvChunks(w *waiter, p int, b []byte, rank, tag, piece int) {
+	for off := 0; off < len(b); off += piece {
+		end := min(off+piece, len(b))
 		r, err := t.comm.Irecv(b[off:end], rank, tag)
 		if err != nil {
 			w.err = &PeerError{Rank: p, Err: err}
@@ -743,8 +743,9 @@ func (t *Transport) endPut(wk int, w *waiter) {
 	w.async.PutDone(wk, err)
 }
 
-// chunks returns the number of messages a transfer of n bytes takes.
-func chunks(n int) int { return (n + cmpi.MaxMessage - 1) / cmpi.MaxMessage }
+// chunks returns the number of messages of at most piece bytes a
+// transfer of n bytes takes.
+func chunks(n, piece int) int { return (n + piece - 1) / piece }
 
 func (t *Transport) addOp(r cmpi.Request, o op) {
 	t.ops = append(t.ops, o)
@@ -1177,7 +1178,7 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 		delete(t.waits, c.id)
 		wt.code, wt.acked = c.code, true
 		if c.code == stOK {
-			t.recvChunks(wt, p, wt.dst, pl.rank, t.me.dataTag())
+			t.recvChunks(wt, p, wt.dst, pl.rank, t.me.dataTag(), cmpi.MaxMessage)
 		}
 		t.finish(wt)
 	case kPutGo:
@@ -1187,8 +1188,8 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 		}
 		src := wt.src
 		wt.src = nil
-		wt.left += chunks(len(src))
-		t.sendChunks(wt, c.id, p, src, pl.rank, pl.putTag())
+		wt.left += chunks(len(src), cmpi.MaxMessage)
+		t.sendChunks(wt, c.id, p, src, pl.rank, pl.putTag(), cmpi.MaxMessage)
 	case kPutAsk:
 		g, buf, st := t.lookup(&c)
 		ack := &ctl{kind: kPutAck, id: c.id, code: st}
@@ -1201,7 +1202,7 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 			t.answer(pl, ack)
 			break
 		}
-		la := &lateAck{c: ack, to: pl, left: chunks(int(c.n))}
+		la := &lateAck{c: ack, to: pl, left: chunks(int(c.n), cmpi.MaxMessage)}
 		for off := uint64(0); off < c.n; off += cmpi.MaxMessage {
 			end := min(off+cmpi.MaxMessage, c.n)
 			r, err := t.comm.Irecv(buf[off:end], pl.rank, t.me.putTag())
@@ -1232,7 +1233,7 @@ func (t *Transport) handle(w int, msg []byte, src int) bool {
 			// them away.
 			g = nil
 			if c.n > 0 {
-				junk = newDiscard(int(min(c.n, cmpi.MaxMessage)), chunks(int(c.n)))
+				junk = newDiscard(int(min(c.n, cmpi.MaxMessage)), chunks(int(c.n), cmpi.MaxMessage))
 			}
 		}
 		ack := &ctl{kind: kPutAck, id: c.id, code: st}
@@ -1775,9 +1776,51 @@ func setMovedTags(tagUB int) {
 	}
 }
 
+// movedPiece returns the size of the MPI messages in which a moved message
+// of n bytes goes: Whole for one of at most MovedPieces×Whole bytes (each
+// piece then goes by the MPI's eager protocol), else cmpi.MaxMessage.
+func (t *Transport) movedPiece(n int) int {
+	if w, k := t.cfg.Whole, t.cfg.MovedPieces; w > 0 && k > 0 && n <= k*w {
+		return w
+	}
+	return cmpi.MaxMessage
+}
+
+// movedToken is the token of a moved message's RTS (rdma.Mover): its tag
+// in the low 32 bits and, above them, the size of its pieces when it goes
+// in pieces (movedPiece), else 0, so that the receiver posts the receives
+// the sender's choice needs, whatever its own Config.
+func movedToken(tag, piece int) uint64 {
+	if piece == cmpi.MaxMessage {
+		piece = 0
+	}
+	return uint64(tag) | uint64(piece)<<32
+}
+
+// movedFromToken reads a moved message's token for size bytes: its tag and
+// piece size. It reports false for a token no sender makes: a tag outside
+// the moved tags, pieces shorter than 2×headSize, or more than
+// MaxMovedPieces of them.
+func movedFromToken(token uint64, size int) (tag, piece int, ok bool) {
+	tag, piece = int(token&(1<<32-1)), int(token>>32)
+	span := int(movedSpan.Load())
+	if tag < movedBase || tag >= movedBase+span || size < 0 {
+		return 0, 0, false
+	}
+	if piece == 0 {
+		return tag, cmpi.MaxMessage, true
+	}
+	if piece < 2*headSize || piece > cmpi.MaxMessage || chunks(size, piece) > MaxMovedPieces {
+		return 0, 0, false
+	}
+	return tag, piece, true
+}
+
 // SendMoved sends the RTS pk to `to` and, on a tag of its own (stamped in
-// pk.RecvID), its bytes data, which MPI's rendezvous moves once the
-// receiver posts their receive (TakeMoved): rdma.Mover. It returns
+// pk.RecvID with the size of its pieces, movedToken), its bytes data,
+// which MPI moves once the receiver posts their receive (TakeMoved),
+// by its rendezvous or, for a message of a few pieces (movedPiece),
+// eagerly: rdma.Mover. It returns
 // rdma.ErrAgain, having sent nothing, when the send queue is full, the
 // destination is in this MPI process, or MPI_TAG_UB leaves no room for
 // moved tags. done.PutDone is called from a later Progress once MPI has
@@ -1789,7 +1832,8 @@ func (t *Transport) SendMoved(w int, to rdma.Addr, pk *packet.Packet, data []byt
 		return rdma.ErrAgain
 	}
 	tag := movedBase + int(movedSeq.Add(1)%uint64(span))
-	pk.RecvID = uint64(tag) // before packetHead encodes it
+	piece := t.movedPiece(len(data))
+	pk.RecvID = movedToken(tag, piece) // before packetHead encodes it
 	p, pool, head, err := t.packetHead(to, pk)
 	if err != nil {
 		return err
@@ -1806,8 +1850,8 @@ func (t *Transport) SendMoved(w int, to rdma.Addr, pk *packet.Packet, data []byt
 		return err
 	}
 	pool.Put(w, pk)
-	wt := &waiter{proc: p, async: done, acked: true, n: len(data), pin: pinBytes(data), left: chunks(len(data))}
-	t.sendChunks(wt, 0, p, data, t.places[p].rank, tag)
+	wt := &waiter{proc: p, async: done, acked: true, n: len(data), pin: pinBytes(data), left: chunks(len(data), piece)}
+	t.sendChunks(wt, 0, p, data, t.places[p].rank, tag, piece)
 	t.finish(wt)
 	return nil
 }
@@ -1825,8 +1869,9 @@ func (t *Transport) TakeMoved(w int, from rdma.Addr, token uint64, buf []byte, s
 	if err != nil {
 		return err
 	}
-	if span := movedSpan.Load(); token < movedBase || token >= movedBase+uint64(span) || size < 0 {
-		return fmt.Errorf("mpi: moved message with token %d and %d bytes: %w", token, size, ErrBadToken)
+	tag, piece, ok := movedFromToken(token, size)
+	if !ok {
+		return fmt.Errorf("mpi: moved message with token %#x and %d bytes: %w", token, size, ErrBadToken)
 	}
 	wt := &waiter{proc: p, async: done, acked: true, n: size}
 	into := buf[:min(size, len(buf))]
@@ -1842,7 +1887,7 @@ func (t *Transport) TakeMoved(w int, from rdma.Addr, token uint64, buf []byte, s
 		unpin(&wt.pin)
 		return rdma.ErrClosed
 	}
-	t.recvChunks(wt, p, into, pl.rank, int(token))
+	t.recvChunks(wt, p, into, pl.rank, tag, piece)
 	t.finish(wt)
 	return nil
 }
