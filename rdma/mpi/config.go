@@ -93,8 +93,10 @@ type Config struct {
 	// message (rdma.Mover) goes: one of at most MovedPieces×Whole bytes
 	// goes as MPI messages of Whole bytes, each under the MPI's eager
 	// limit, where a longer one goes as one message, which the MPI moves
-	// by its rendezvous once the receiver posts the receive. The RTS
-	// tells the receiver the sender's choice. 0 means DefaultMovedPieces;
+	// by its rendezvous once the receiver posts the receive. Like an eager
+	// message, such a message that nobody receives yet waits in the
+	// receiver's MPI, not at the sender, and its send completes once MPI
+	// has buffered it. The RTS tells the receiver the sender's choice. 0 means DefaultMovedPieces;
 	// -1 means none; at most MaxMovedPieces. It does nothing while Whole
 	// is -1 (under Open MPI by default: pieces made its moved messages of
 	// 16–64 KiB take 1.3–2.6 times as long).

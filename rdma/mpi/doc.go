@@ -87,6 +87,7 @@
 // MPI messages of Whole bytes, each under MPICH's eager limit: UCX's
 // rendezvous took 12.8 µs one-way at 16 KiB here, the pieces 7.9. The
 // RTS tells the receiver which way the sender chose.
+//
 // Unlike over the other transports, a receive posted before its message
 // does not offer its buffer to the sender (Moves): with an offer the
 // sender would Put, which took 10–20 % longer at 16–64 KiB here. The
@@ -94,9 +95,10 @@
 // completes the receive: one control message per large message instead of
 // six (RTS, RTR, kPutAsk, kPutGo, the answer, Done), and none of the
 // endpoint layer's registrations. A message that waits unexpected stays in
-// MPI, at the sender, until its receive is posted, as in MPI itself. The
-// tag makes the order of the bytes free of every other message's:
-// receives may be posted in any order. Synchronous sends, sends while
+// MPI, at the sender (at the receiver if it went in pieces, as an eager
+// message does), until its receive is posted, as in MPI itself. The tag
+// makes the order of the bytes free of every other message's: receives
+// may be posted in any order. Synchronous sends, sends while
 // packets wait in the endpoint layer's backlog, and endpoints of this
 // same MPI process keep the RTR and Put; so does every message with
 // Config.NoMove (FIBERMPI_MPI_RENDEZVOUS=put). BENCHMARKS.md (issue 17,
