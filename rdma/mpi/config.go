@@ -25,13 +25,22 @@ const (
 	// UCX 1.13 here sends a message of up to 8192 bytes eagerly and a
 	// longer one by UCX's rendezvous, 3.9 against 0.7 µs a message in a
 	// window (an eager packet of 8192 bytes and its 64-byte head make
-	// 8256). Open MPI 4.1.4 has no such step there, and splitting cost it
-	// 12 % of the latency at 8 KiB, so under any other MPI the default is
-	// -1 (BENCHMARKS.md, issue 17, session 23).
+	// 8256; BENCHMARKS.md, issue 17, session 23).
 	DefaultWhole = 8192
-	// DefaultMovedPieces is Config.MovedPieces's default: a moved message
-	// of up to 4 pieces of Whole bytes (32 KiB under MPICH) goes as
-	// pieces. Over MPICH here, against one message by UCX's rendezvous,
+	// DefaultWholeOpenMPI is Config.Whole's default under Open MPI: Open
+	// MPI 4.1.4's shared memory (btl vader, eager limit 4096 bytes with
+	// its headers) sends a message of up to 4040 bytes eagerly, 0.97
+	// against 3.0 µs one-way for 4048 (a C ping-pong here). Split there,
+	// fmpi-osu latency over Open MPI went from 6.7 to 3.0 µs at 4 KiB and
+	// from 10.0 to 3.8 µs at 8 KiB, bandwidth at 4 KiB from 1 057 to
+	// 1 862 MB/s, at 8 KiB from 1 763 to 1 456 (BENCHMARKS.md, issue 17,
+	// session 24). Under any other MPI the default is -1.
+	DefaultWholeOpenMPI = 4032
+	// DefaultMovedPieces is Config.MovedPieces's default under MPICH: a
+	// moved message of up to 4 pieces of Whole bytes (32 KiB) goes as
+	// pieces. Under any other MPI the default is -1: over Open MPI,
+	// pieces of 4000 or 8192 bytes made moved messages of 16–64 KiB
+	// slower, not faster. Over MPICH here, against one message by UCX's rendezvous,
 	// one-way 16 KiB 12.8 → 7.9 µs, 32 KiB 15.8 → 10.3 µs, bandwidth
 	// 16 KiB 2 250 → 3 300 MB/s; at 64 KiB latency gained (19.7 → 16.9 µs)
 	// but bandwidth lost (5 000 → 4 300 MB/s), so 64 KiB goes whole
@@ -86,8 +95,9 @@ type Config struct {
 	// of at most Whole bytes, back to back, and the receiver joins them
 	// (one copy more). It keeps a full-size eager message under the MPI's
 	// own eager limit. 0 means the MPI's default, which New resolves from
-	// MPI_Get_library_version: DefaultWhole under MPICH, else -1; -1 means
-	// no limit. Otherwise it must be at least 128.
+	// MPI_Get_library_version: DefaultWhole under MPICH,
+	// DefaultWholeOpenMPI under Open MPI, else -1; -1 means no limit.
+	// Otherwise it must be at least 128.
 	Whole int
 	// MovedPieces is the most pieces of Whole bytes in which a moved
 	// message (rdma.Mover) goes: one of at most MovedPieces×Whole bytes
@@ -96,10 +106,10 @@ type Config struct {
 	// by its rendezvous once the receiver posts the receive. Like an eager
 	// message, such a message that nobody receives yet waits in the
 	// receiver's MPI, not at the sender, and its send completes once MPI
-	// has buffered it. The RTS tells the receiver the sender's choice. 0 means DefaultMovedPieces;
-	// -1 means none; at most MaxMovedPieces. It does nothing while Whole
-	// is -1 (under Open MPI by default: pieces made its moved messages of
-	// 16–64 KiB take 1.3–2.6 times as long).
+	// has buffered it. The RTS tells the receiver the sender's choice. 0
+	// means the MPI's default, which New resolves like Whole's:
+	// DefaultMovedPieces under MPICH, else -1. -1 means none; at most
+	// MaxMovedPieces. It does nothing while Whole is -1.
 	MovedPieces int
 	// Logf logs what the transport drops (malformed messages) and lost
 	// peers; nil means log.Printf.
@@ -130,9 +140,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Spin == 0 {
 		c.Spin = DefaultSpin
-	}
-	if c.MovedPieces == 0 {
-		c.MovedPieces = DefaultMovedPieces
 	}
 	if c.Logf == nil {
 		c.Logf = log.Printf
@@ -194,17 +201,30 @@ func (c Config) Validate() error {
 
 // wholeFor resolves Whole 0 for the MPI library named lib.
 func wholeFor(whole int, lib string) int {
-	if whole != 0 {
+	switch {
+	case whole != 0:
 		return whole
-	}
-	if strings.Contains(lib, "MPICH") {
+	case strings.Contains(lib, "MPICH"):
 		return DefaultWhole
+	case strings.Contains(lib, "Open MPI"):
+		return DefaultWholeOpenMPI
 	}
 	return -1
 }
 
-// String prints the effective configuration (Whole 0: the MPI's default,
-// resolved by New).
+// movedPiecesFor resolves MovedPieces 0 for the MPI library named lib.
+func movedPiecesFor(pieces int, lib string) int {
+	switch {
+	case pieces != 0:
+		return pieces
+	case strings.Contains(lib, "MPICH"):
+		return DefaultMovedPieces
+	}
+	return -1
+}
+
+// String prints the effective configuration (Whole and MovedPieces 0: the
+// MPI's defaults, resolved by New).
 func (c Config) String() string {
 	c = c.withDefaults()
 	return fmt.Sprintf("mpi.Config{Peers: %v, PayloadSize: %d, Ring: %d, MaxQueue: %d, Spin: %d, NoMove: %t, Whole: %d, MovedPieces: %d}", c.Peers, c.PayloadSize, c.Ring, c.MaxQueue, c.Spin, c.NoMove, c.Whole, c.MovedPieces)

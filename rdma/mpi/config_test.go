@@ -35,7 +35,7 @@ func TestConfigRanges(t *testing.T) {
 		{"Whole 128", whole(128), true, "Whole: 128,"},
 		{"Whole 127", whole(127), false, ""},
 		{"Whole -2", whole(-2), false, ""},
-		{"MovedPieces 0", pieces(0), true, "MovedPieces: 4}"},
+		{"MovedPieces 0", pieces(0), true, "MovedPieces: 0}"},
 		{"MovedPieces -1", pieces(-1), true, "MovedPieces: -1}"},
 		{"MovedPieces 64", pieces(64), true, "MovedPieces: 64}"},
 		{"MovedPieces 65", pieces(65), false, ""},

@@ -24,11 +24,13 @@
 // the destination's generation and address, the packet header) and the
 // payload, copied by one cgo call into a send buffer and sent with
 // MPI_Isend; Send returns the packet to its pool at once. A packet longer
-// than Config.Whole (by default 8192 bytes under MPICH, whose eager limit
-// that is here; no limit under Open MPI) goes as several messages back to
-// back, and the receiver joins them: a full 8 KiB eager message then
-// stays out of MPICH's rendezvous, in which it took about twice as long
-// (7.0 against 3.7 µs one-way; BENCHMARKS.md, issue 17, session 23). An eager
+// than Config.Whole (by default 8192 bytes under MPICH and 4032 under Open
+// MPI, each just under that MPI's eager limit here) goes as several
+// messages back to back, and the receiver joins them: a full 8 KiB eager
+// message then stays out of the MPI's rendezvous, in which it took about
+// twice as long over MPICH (7.0 against 3.7 µs one-way) and 2.6 times as
+// long over Open MPI (10.0 against 3.8; BENCHMARKS.md, issue 17, sessions
+// 23 and 24). An eager
 // message needs no packet on either side (rdma.EagerSender,
 // rdma.EagerReceiver): SendEager copies the caller's bytes by that same
 // cgo call, and an eager arrival for a receive already posted goes from

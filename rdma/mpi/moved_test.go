@@ -140,7 +140,7 @@ func TestMovedBadTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trs := newJob(t, 2, 2, func(int) mpi.Config { return mpi.Config{Pool: pool, Whole: 128, Logf: t.Logf} })
+	trs := newJob(t, 2, 2, func(int) mpi.Config { return mpi.Config{Pool: pool, Whole: 128, MovedPieces: 4, Logf: t.Logf} })
 	if !trs[0].Moves() {
 		t.Skip("this MPI's MPI_TAG_UB leaves no room for moved messages")
 	}

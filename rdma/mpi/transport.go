@@ -318,6 +318,7 @@ func New(cfg Config) (*Transport, error) {
 	ex := cfg.Exchange
 	world, ierr := cmpi.Init()
 	cfg.Whole = wholeFor(cfg.Whole, world.Library)
+	cfg.MovedPieces = movedPiecesFor(cfg.MovedPieces, world.Library)
 	slot := headSize + cfg.PayloadSize
 	ring, lane, gen := takeLane(cfg.Ring, slot, world.TagUB)
 	setMovedTags(world.TagUB)
