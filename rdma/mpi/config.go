@@ -38,12 +38,12 @@ const (
 	DefaultWholeOpenMPI = 4032
 	// DefaultMovedPieces is Config.MovedPieces's default under MPICH: a
 	// moved message of up to 4 pieces of Whole bytes (32 KiB) goes as
-	// pieces. Under any other MPI the default is -1: over Open MPI,
-	// pieces of 4000 or 8192 bytes made moved messages of 16–64 KiB
-	// slower, not faster. Over MPICH here, against one message by UCX's rendezvous,
+	// pieces. Over MPICH here, against one message by UCX's rendezvous:
 	// one-way 16 KiB 12.8 → 7.9 µs, 32 KiB 15.8 → 10.3 µs, bandwidth
 	// 16 KiB 2 250 → 3 300 MB/s; at 64 KiB latency gained (19.7 → 16.9 µs)
-	// but bandwidth lost (5 000 → 4 300 MB/s), so 64 KiB goes whole
+	// but bandwidth lost (5 000 → 4 300 MB/s), so 64 KiB goes whole. Under
+	// any other MPI the default is -1: over Open MPI, pieces of 4000 or
+	// 8192 bytes made moved messages of 16–64 KiB slower, not faster
 	// (BENCHMARKS.md, issue 17, session 24).
 	DefaultMovedPieces = 4
 	// MaxMovedPieces bounds Config.MovedPieces, and the pieces a receiver

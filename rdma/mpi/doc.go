@@ -84,9 +84,9 @@
 // receiver's TakeMoved posts MPI_Irecv on that tag straight into the
 // receive's buffer (into a buffer of the message's size when the receive
 // is shorter, truncating), and MPI's own rendezvous moves the bytes.
-// Under a limited Config.Whole (MPICH's default), a message of at most
-// Config.MovedPieces×Whole bytes (32 KiB by default) goes instead as
-// MPI messages of Whole bytes, each under MPICH's eager limit: UCX's
+// Under MPICH by default, a message of at most Config.MovedPieces×Whole
+// bytes (32 KiB) goes instead as MPI messages of Whole bytes, each under
+// MPICH's eager limit: UCX's
 // rendezvous took 12.8 µs one-way at 16 KiB here, the pieces 7.9. The
 // RTS tells the receiver which way the sender chose.
 //

@@ -38,12 +38,13 @@ func (e *putEnd) PutDone(w int, err error) {
 }
 
 // TestMovedPieces moves messages between two transports of this process
-// (one MPI rank talking to itself) with Whole 128: the sender moves one
-// of at most MovedPieces×128 bytes in pieces of 128, and a longer one
-// whole. The receiver's own Config says no pieces, so every receive it
-// posts follows the RTS's token alone: any disagreement loses or
-// scrambles bytes, or leaves a receive that never completes. Sizes cover
-// one piece, ragged ends, the bound and one byte over it, both ways;
+// (one MPI rank talking to itself) with Whole 128 and different
+// MovedPieces: transport 0 moves a message of at most 4×128 bytes in
+// pieces of 128 and a longer one whole, transport 1 moves every message
+// whole. Messages go both ways, so each receiver posts what the RTS's
+// token says, against its own Config: a receiver that followed its own
+// would lose or scramble bytes, or post a receive that never completes.
+// Sizes cover one piece, ragged ends, the bound and one byte over it;
 // some receive buffers are short (truncation into a scratch buffer).
 func TestMovedPieces(t *testing.T) {
 	pool, err := packet.New(packet.Config{Workers: 1, PerWorker: 64, Shared: 256})

@@ -681,8 +681,8 @@ func (t *Transport) room() error {
 }
 
 // sendChunks posts b to MPI rank rank on tag as chunks of at most piece
-// bytes (cmpi.MaxMessage, or a moved message's pieces), each an op of w (the last one marked), which counts
-// them in w.left already. When MPI refuses a chunk the peer would wait for
+// bytes (cmpi.MaxMessage, or a moved message's pieces), each an op of w
+// (the last one marked), which counts them in w.left already. When MPI refuses a chunk the peer would wait for
 // bytes that never come, so the transport cannot go on with it: w ends
 // with a *PeerError naming process p and leaves t.waits (as id), and the
 // rest is not sent. The caller holds the MPI lock.
@@ -1821,12 +1821,12 @@ func movedFromToken(token uint64, size int) (tag, piece int, ok bool) {
 // pk.RecvID with the size of its pieces, movedToken), its bytes data,
 // which MPI moves once the receiver posts their receive (TakeMoved),
 // by its rendezvous or, for a message of a few pieces (movedPiece),
-// eagerly: rdma.Mover. It returns
-// rdma.ErrAgain, having sent nothing, when the send queue is full, the
-// destination is in this MPI process, or MPI_TAG_UB leaves no room for
-// moved tags. done.PutDone is called from a later Progress once MPI has
-// completed every send of the bytes (data may be reused: the receiver has
-// them, or MPI has buffered them), or from Close.
+// eagerly: rdma.Mover. It returns rdma.ErrAgain, having sent nothing,
+// when the send queue is full, the destination is in this MPI process, or
+// MPI_TAG_UB leaves no room for moved tags. done.PutDone is called from a
+// later Progress once MPI has completed every send of the bytes (data may
+// be reused: the receiver has them, or MPI has buffered them), or from
+// Close.
 func (t *Transport) SendMoved(w int, to rdma.Addr, pk *packet.Packet, data []byte, done rdma.PutDone) error {
 	span := movedSpan.Load() // once: the tag below divides by it
 	if span == 0 || t.cfg.NoMove {
