@@ -55,6 +55,19 @@ const (
 	// RTR, Put or Done is sent. "put": the RTR, Put and Done of every other
 	// transport (rdma/mpi's Config.NoMove).
 	EnvMPIRendezvous = "FIBERMPI_MPI_RENDEZVOUS"
+	// EnvMPIWhole sets rdma/mpi's Config.Whole (build tag mpi): the
+	// longest MPI message a packet goes in, in bytes (a suffix k or K
+	// means KiB; at least 128), or -1 for one message whatever its length.
+	// Unset, it is the MPI's default: 8192 under MPICH and 4032 under
+	// Open MPI, just under their eager limits on one node here. Set it to
+	// a little under the MPI's eager limit on the network the job uses.
+	EnvMPIWhole = "FIBERMPI_MPI_WHOLE"
+	// EnvMPIPieces sets rdma/mpi's Config.MovedPieces (build tag mpi): a
+	// large message of at most this many times FIBERMPI_MPI_WHOLE bytes
+	// goes as that many eager MPI messages instead of one by the MPI's
+	// rendezvous; 1 to 64, or -1 for none. Unset, it is the MPI's default:
+	// 4 under MPICH, none under other MPIs.
+	EnvMPIPieces = "FIBERMPI_MPI_PIECES"
 )
 
 // ErrEnv is matched by an *EnvError.
@@ -87,32 +100,25 @@ func (o Options) withEnv(lookup func(string) (string, bool)) (Options, error) {
 		o.Workers = n
 	}
 	if v, ok := lookup(EnvEagerLimit); ok && v != "" && o.EagerLimit == 0 {
-		s, mult := strings.TrimSpace(v), 1
-		if t, found := strings.CutSuffix(strings.ToLower(s), "k"); found {
-			s, mult = t, 1024
-		}
-		n, err := strconv.Atoi(s)
+		n, err := parseBytes(v)
 		if err != nil {
 			return bad(EnvEagerLimit, v, "want a number of bytes (e.g. 4096 or 4k), or -1 for no eager messages")
-		}
-		if n < 0 {
-			n, mult = -1, 1
 		}
 		if n == 0 {
 			return bad(EnvEagerLimit, v, "0 is the default's own value; unset the variable instead")
 		}
 		switch payload := o.withDefaults().PayloadSize; {
-		case n*mult <= payload:
-		case o.PayloadSize == 0 && n*mult <= packet.MaxPayloadSize:
+		case n <= payload:
+		case o.PayloadSize == 0 && n <= packet.MaxPayloadSize:
 			// A packet must hold an eager message: the payload grows
 			// with the limit, unless the program set it.
-			o.PayloadSize = n * mult
+			o.PayloadSize = n
 		case o.PayloadSize == 0:
 			return bad(EnvEagerLimit, v, fmt.Sprintf("exceeds the largest packet payload, %d bytes", packet.MaxPayloadSize))
 		default:
 			return bad(EnvEagerLimit, v, fmt.Sprintf("exceeds the packet payload size the program set, %d bytes", payload))
 		}
-		o.EagerLimit = n * mult
+		o.EagerLimit = n
 	}
 	if v, ok := lookup(EnvProgress); ok && v != "" && o.Progress == ProgressIdle {
 		switch strings.ToLower(strings.TrimSpace(v)) {
@@ -159,7 +165,48 @@ func (o Options) withEnv(lookup func(string) (string, bool)) (Options, error) {
 	if v, ok := lookup(EnvMPIRendezvous); ok && v != "" && v != "mpi" && v != "put" {
 		return bad(EnvMPIRendezvous, v, `want "mpi" or "put"`)
 	}
+	if _, _, err := mpiTuning(lookup); err != nil {
+		return o, err
+	}
 	return o, nil
+}
+
+// parseBytes parses a number of bytes with an optional suffix k or K
+// (KiB); any negative number is -1.
+func parseBytes(v string) (int, error) {
+	s, mult := strings.TrimSpace(v), 1
+	if t, found := strings.CutSuffix(strings.ToLower(s), "k"); found {
+		s, mult = t, 1024
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return -1, nil
+	}
+	return n * mult, nil
+}
+
+// mpiTuning reads FIBERMPI_MPI_WHOLE and FIBERMPI_MPI_PIECES (with
+// lookup): rdma/mpi's Config.Whole and Config.MovedPieces, 0 where unset
+// (the MPI's defaults). A bad value is an *EnvError.
+func mpiTuning(lookup func(string) (string, bool)) (whole, pieces int, err error) {
+	if v, ok := lookup(EnvMPIWhole); ok && v != "" {
+		n, perr := parseBytes(v)
+		if perr != nil || n >= 0 && n < 128 {
+			return 0, 0, &EnvError{Name: EnvMPIWhole, Value: v, Reason: "want a number of bytes of at least 128 (e.g. 8192 or 8k), or -1 for no limit"}
+		}
+		whole = n
+	}
+	if v, ok := lookup(EnvMPIPieces); ok && v != "" {
+		n, perr := strconv.Atoi(strings.TrimSpace(v))
+		if perr != nil || n == 0 || n > 64 {
+			return 0, 0, &EnvError{Name: EnvMPIPieces, Value: v, Reason: "want a number of pieces from 1 to 64, or -1 for none"}
+		}
+		pieces = max(n, -1)
+	}
+	return whole, pieces, nil
 }
 
 // fromEnv is withEnv of the process's environment.

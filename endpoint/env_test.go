@@ -56,6 +56,8 @@ func TestWithEnv(t *testing.T) {
 		{EnvProgress: "fast"},
 		{EnvPin: "maybe"}, {EnvPin: "3-1"}, {EnvPin: "1,,2"},
 		{EnvTransport: "udp"}, {EnvBind: "socket"}, {EnvShmPut: "cma"}, {EnvMPIRendezvous: "rdma"},
+		{EnvMPIWhole: "64"}, {EnvMPIWhole: "0"}, {EnvMPIWhole: "lots"},
+		{EnvMPIPieces: "0"}, {EnvMPIPieces: "65"}, {EnvMPIPieces: "four"},
 	}
 	for _, env := range bad {
 		_, err := Options{}.withEnv(envOf(env))
@@ -68,6 +70,27 @@ func TestWithEnv(t *testing.T) {
 			if ee.Name != name || !strings.Contains(err.Error(), name) {
 				t.Errorf("%v: error %q does not name %s", env, err, name)
 			}
+		}
+	}
+}
+
+// TestMPITuning checks what FIBERMPI_MPI_WHOLE and FIBERMPI_MPI_PIECES
+// give rdma/mpi's Config (their bad values are in TestWithEnv).
+func TestMPITuning(t *testing.T) {
+	for _, tc := range []struct {
+		env           map[string]string
+		whole, pieces int
+	}{
+		{map[string]string{}, 0, 0},
+		{map[string]string{EnvMPIWhole: "8k", EnvMPIPieces: "2"}, 8192, 2},
+		{map[string]string{EnvMPIWhole: "4032"}, 4032, 0},
+		{map[string]string{EnvMPIWhole: "-1", EnvMPIPieces: "-1"}, -1, -1},
+		{map[string]string{EnvMPIWhole: "128", EnvMPIPieces: "64"}, 128, 64},
+		{map[string]string{EnvMPIWhole: "", EnvMPIPieces: ""}, 0, 0},
+	} {
+		whole, pieces, err := mpiTuning(envOf(tc.env))
+		if err != nil || whole != tc.whole || pieces != tc.pieces {
+			t.Errorf("%v: %d, %d, %v; want %d, %d", tc.env, whole, pieces, err, tc.whole, tc.pieces)
 		}
 	}
 }
