@@ -190,7 +190,10 @@ func parseBytes(v string) (int, error) {
 
 // mpiTuning reads FIBERMPI_MPI_WHOLE and FIBERMPI_MPI_PIECES (with
 // lookup): rdma/mpi's Config.Whole and Config.MovedPieces, 0 where unset
-// (the MPI's defaults). A bad value is an *EnvError.
+// (the MPI's defaults). A bad value is an *EnvError. The ranges are
+// rdma/mpi's Config.Validate's (128 bytes, mpi.MaxMovedPieces), checked here
+// at Init, in every build, because mpi.New is collective: a process whose
+// Config it refused would leave its peers waiting in New's fence.
 func mpiTuning(lookup func(string) (string, bool)) (whole, pieces int, err error) {
 	if v, ok := lookup(EnvMPIWhole); ok && v != "" {
 		n, perr := parseBytes(v)

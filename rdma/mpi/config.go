@@ -3,6 +3,7 @@
 package mpi
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log"
@@ -199,28 +200,28 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// libraryDefaults returns the defaults of Whole and MovedPieces under the
+// MPI library named lib (MPI_Get_library_version's first line).
+func libraryDefaults(lib string) (whole, pieces int) {
+	switch {
+	case strings.Contains(lib, "MPICH"):
+		return DefaultWhole, DefaultMovedPieces
+	case strings.Contains(lib, "Open MPI"):
+		return DefaultWholeOpenMPI, -1
+	}
+	return -1, -1
+}
+
 // wholeFor resolves Whole 0 for the MPI library named lib.
 func wholeFor(whole int, lib string) int {
-	switch {
-	case whole != 0:
-		return whole
-	case strings.Contains(lib, "MPICH"):
-		return DefaultWhole
-	case strings.Contains(lib, "Open MPI"):
-		return DefaultWholeOpenMPI
-	}
-	return -1
+	def, _ := libraryDefaults(lib)
+	return cmp.Or(whole, def)
 }
 
 // movedPiecesFor resolves MovedPieces 0 for the MPI library named lib.
 func movedPiecesFor(pieces int, lib string) int {
-	switch {
-	case pieces != 0:
-		return pieces
-	case strings.Contains(lib, "MPICH"):
-		return DefaultMovedPieces
-	}
-	return -1
+	_, def := libraryDefaults(lib)
+	return cmp.Or(pieces, def)
 }
 
 // String prints the effective configuration (Whole and MovedPieces 0: the

@@ -682,10 +682,11 @@ func (t *Transport) room() error {
 
 // sendChunks posts b to MPI rank rank on tag as chunks of at most piece
 // bytes (cmpi.MaxMessage, or a moved message's pieces), each an op of w
-// (the last one marked), which counts them in w.left already. When MPI refuses a chunk the peer would wait for
-// bytes that never come, so the transport cannot go on with it: w ends
-// with a *PeerError naming process p and leaves t.waits (as id), and the
-// rest is not sent. The caller holds the MPI lock.
+// (the last one marked), which counts them in w.left already. When MPI
+// refuses a chunk the peer would wait for bytes that never come, so the
+// transport cannot go on with it: w ends with a *PeerError naming process
+// p and leaves t.waits (as id), and the rest is not sent. The caller holds
+// the MPI lock.
 func (t *Transport) sendChunks(w *waiter, id uint64, p int, b []byte, rank, tag, piece int) {
 	for off := 0; off < len(b); off += piece {
 		end := min(off+piece, len(b))
