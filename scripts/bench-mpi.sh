@@ -28,7 +28,10 @@
 # Environment: ROUNDS (6), BUILD (build/bench-mpi), OUT (the output file),
 # LATMT_THREADS (4: latency_mt -t), LATMT_ITERS (1000: latency_mt -i, for
 # every contender; Open MPI's THREAD_MULTIPLE takes milliseconds a message
-# here), RUN_TIMEOUT (900 s a run), GO (go).
+# here), LATMT_MANY (1000: fibermpi alone also runs latency_mt -t LATMT_MANY
+# -m 8:8 at OSU's default count, as latency_mt-many, and the summary gives
+# its time per message over latency_mt's at 8 B; 0: not), RUN_TIMEOUT (900 s
+# a run), GO (go).
 #
 # fibermpi runs under `fmpirun -n 2` when cmd/fmpirun exists, otherwise in its
 # in-process mode (the ranks are fibers of one process); the summary says which.
@@ -57,6 +60,7 @@ ROUNDS=${ROUNDS:-6}
 BUILD=${BUILD:-build/bench-mpi}
 LATMT_THREADS=${LATMT_THREADS:-4}
 LATMT_ITERS=${LATMT_ITERS:-1000}
+LATMT_MANY=${LATMT_MANY:-1000}
 RUN_TIMEOUT=${RUN_TIMEOUT:-900}
 COLL8=${COLL8:-1}
 COLL8_ARGS=${COLL8_ARGS:--i 500 -x 50}
@@ -137,6 +141,9 @@ BENCHES8=(allreduce barrier)
 CONTENDERS8=(fibermpi fibermpi-msg mpich openmpi)
 if [ "$TCP" = 1 ] || [ "$COLL8" = 0 ] || [ ${#FMPI_LAUNCH[@]} = 0 ]; then
 	BENCHES8=()
+fi
+if [ "$TCP" = 1 ] || [ "$ONLY8" = 1 ]; then
+	LATMT_MANY=0
 fi
 if [ "$ONLY8" = 1 ]; then
 	if [ ${#BENCHES8[@]} = 0 ]; then
@@ -229,6 +236,17 @@ for round in $(seq 1 "$ROUNDS"); do
 			done
 		done
 	done
+	if [ "$LATMT_MANY" != 0 ]; then
+		# Many fibers a rank, fibermpi only: the MPIs' THREAD_MULTIPLE with
+		# as many threads would take minutes. OSU's default count deals
+		# 10 000 round trips among the fibers.
+		dir="$RAW/latency_mt-many/fibermpi"
+		mkdir -p "$dir"
+		mapfile -t cmd < <(command_of fibermpi latency_mt)
+		cmd+=(-t "$LATMT_MANY" -m 8:8)
+		echo "== round $round/$ROUNDS latency_mt $LATMT_MANY fibers fibermpi: ${cmd[*]}"
+		run1 "$dir/r$round.txt" "${cmd[@]}"
+	fi
 	for b in "${BENCHES8[@]}"; do
 		for who in "${CONTENDERS8[@]}"; do
 			dir="$RAW/$b-2x4/$who"
@@ -244,6 +262,25 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 
 # --- summary -------------------------------------------------------------------
+# median_8b prints the median over files $@ of the last column of the 8-byte
+# row (nothing if there is none).
+median_8b() {
+	awk '$1 == 8 {print $NF}' "$@" 2>/dev/null | sort -g |
+		awk '{v[NR] = $1} END {if (NR) printf "%g", (v[int((NR+1)/2)] + v[int(NR/2)+1]) / 2}'
+}
+# many_ratio says how latency_mt's time per message (one-way time over the
+# fibers of a rank) with LATMT_MANY fibers compares with LATMT_THREADS'.
+many_ratio() {
+	local few many
+	few=$(median_8b "$RAW"/latency_mt/fibermpi/r*-8b.txt "$RAW"/latency_mt/fibermpi/r*-all.txt)
+	many=$(median_8b "$RAW"/latency_mt-many/fibermpi/r*.txt)
+	if [ -z "$few" ] || [ -z "$many" ]; then
+		echo "no ratio (a run failed)"
+		return
+	fi
+	awk -v f="$few" -v m="$many" -v tf="$LATMT_THREADS" -v tm="$LATMT_MANY" 'BEGIN {
+		printf "medians %g us (-t %d) and %g us (-t %d): %.3g and %.3g us a message, ratio %.2f\n", m, tm, f, tf, m / tm, f / tf, (m / tm) / (f / tf) }'
+}
 {
 	echo "# make bench-mpi$([ "$QUICK" = 1 ] && echo -quick)$([ "$ONLY8" = 1 ] && echo " (-coll8: the 8-rank collectives only)")$([ "$TCP" = 1 ] && echo " (-tcp: between processes over loopback TCP)"): OSU-method benchmarks, fibermpi vs MPICH vs Open MPI"
 	echo "# started $START, finished $(date -u +%FT%TZ); $ROUNDS rounds, interleaved (round > benchmark > contender)"
@@ -264,6 +301,9 @@ done
 	if [ -s "$FAILURES" ]; then
 		echo "# FAILED runs (left out of the summary):"
 		sed 's/^/#   /' "$FAILURES"
+	fi
+	if [ "$LATMT_MANY" != 0 ]; then
+		echo "# latency_mt-many: fibermpi -t $LATMT_MANY -m 8:8 at OSU's default count; $(many_ratio)"
 	fi
 	echo
 	"$BUILD/fmpi-osu" compare "$RAW"
