@@ -9,7 +9,10 @@
 # (the transport's MPI calls, in C: what the pattern costs without Go).
 # Prints one line per run, and before each round internal/cmd/corelat's
 # line (the host's cross-core time and each CPU's speed, which every
-# contender's figures follow: BENCHMARKS.md, issues 12 and 17).
+# contender's figures follow: BENCHMARKS.md, issues 12 and 17). At the end
+# it sums up issue 17's lines per MPI from the rounds: the medians, the
+# median of the per-round latency differences and bandwidth ratios, and
+# whether each line holds (a run that printed nothing is left out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -35,7 +38,38 @@ for r in $(seq "$ROUNDS"); do
 				bare+=" bare-eager $(timeout 120 "${L[@]}" "$B/bare-$mpi" -eager -size "$2" 2>/dev/null | val "$2")"
 				bare+=" c-ring $(timeout 120 "${L[@]}" "$B/$mpi/osu_ring_latency" -m "$2:$2" 2>/dev/null | val "$2")"
 			fi
-			echo "round $r $mpi $1 $2 fibermpi-over-mpi $f raw-$mpi $c$bare"
+			echo "round $r $mpi $1 $2 fibermpi-over-mpi $f raw-$mpi $c$bare" | tee -a "$B/rounds.txt"
 		done
 	done
+done
+
+# lines prints issue 17's three lines for one MPI from the rounds' lines
+# ("round R MPI BENCH SIZE fibermpi-over-mpi F raw-MPI C ...").
+lines() {
+	awk -v mpi="$1" '
+	function med(a, n,    i, j, t) {
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+		return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+	}
+	$3 == mpi && $7 != "" && $9 != "" {
+		b = $4; n[b]++; f[b, n[b]] = $7; c[b, n[b]] = $9
+	}
+	END {
+		if (!n["latency"] || !n["bw"] || !n["latency_mt"]) { printf "%s: not every benchmark ran\n", mpi; exit }
+		for (i = 1; i <= n["latency"]; i++) { x[i] = f["latency", i]; y[i] = c["latency", i]; d[i] = x[i] - y[i] }
+		k = n["latency"]; fl = med(x, k); cl = med(y, k); dl = med(d, k)
+		printf "%s latency 8 B: fibermpi %.3f us, raw %.3f us (medians of %d), median per-round difference %+.3f us: line raw + 0.3 %s\n", mpi, fl, cl, k, dl, (dl <= 0.3 ? "holds" : "not met")
+		delete x; delete y; delete d
+		for (i = 1; i <= n["bw"]; i++) { x[i] = f["bw", i]; y[i] = c["bw", i]; d[i] = x[i] / y[i] }
+		k = n["bw"]; fb = med(x, k); cb = med(y, k); rb = med(d, k)
+		printf "%s bw 1 MiB: fibermpi %.0f MB/s, raw %.0f MB/s, ratio of medians %.3f, median per-round ratio %.3f: line 0.9x raw %s\n", mpi, fb, cb, fb / cb, rb, (fb / cb >= 0.9 ? "holds" : "not met")
+		delete x; delete y
+		for (i = 1; i <= n["latency_mt"]; i++) { x[i] = f["latency_mt", i]; y[i] = c["latency_mt", i] }
+		k = n["latency_mt"]; fm = med(x, k); cm = med(y, k)
+		printf "%s latency_mt -t 4: fibermpi %.2f us, raw THREAD_MULTIPLE %.2f us: line <= raw %s\n", mpi, fm, cm, (fm <= cm ? "holds" : "not met")
+	}' "$B/rounds.txt"
+}
+echo "== issue 17's lines, $ROUNDS rounds"
+for mpi in mpich ompi; do
+	lines $mpi
 done
