@@ -262,24 +262,61 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 
 # --- summary -------------------------------------------------------------------
-# median_8b prints the median over files $@ of the last column of the 8-byte
-# row (nothing if there is none).
-median_8b() {
-	awk '$1 == 8 {print $NF}' "$@" 2>/dev/null | sort -g |
+# median_at prints the median over files $2... of the last column of the
+# row of size $1 (nothing if there is none).
+median_at() {
+	local size=$1
+	shift
+	# Some of the files named do not exist (quick or full runs): not an error.
+	{ awk -v s="$size" '$1 == s {print $NF}' "$@" 2>/dev/null || true; } | sort -g |
 		awk '{v[NR] = $1} END {if (NR) printf "%g", (v[int((NR+1)/2)] + v[int(NR/2)+1]) / 2}'
+}
+# fmpi_median prints fibermpi's (or contender $3's) median of benchmark $1
+# at size $2 (8 or 1048576), over the quick or the full runs.
+fmpi_median() {
+	local tag=8b who=${3:-fibermpi}
+	[ "$2" = 1048576 ] && tag=1mib
+	median_at "$2" "$RAW/$1/$who"/r*-$tag.txt "$RAW/$1/$who"/r*-all.txt
 }
 # many_ratio says how latency_mt's time per message (one-way time over the
 # fibers of a rank) with LATMT_MANY fibers compares with LATMT_THREADS'.
 many_ratio() {
 	local few many
-	few=$(median_8b "$RAW"/latency_mt/fibermpi/r*-8b.txt "$RAW"/latency_mt/fibermpi/r*-all.txt)
-	many=$(median_8b "$RAW"/latency_mt-many/fibermpi/r*.txt)
+	few=$(fmpi_median latency_mt 8)
+	many=$(median_at 8 "$RAW"/latency_mt-many/fibermpi/r*.txt)
 	if [ -z "$few" ] || [ -z "$many" ]; then
 		echo "no ratio (a run failed)"
 		return
 	fi
 	awk -v f="$few" -v m="$many" -v tf="$LATMT_THREADS" -v tm="$LATMT_MANY" 'BEGIN {
-		printf "medians %g us (-t %d) and %g us (-t %d): %.3g and %.3g us a message, ratio %.2f\n", m, tm, f, tf, m / tm, f / tf, (m / tm) / (f / tf) }'
+		r = (m / tm) / (f / tf)
+		printf "medians %g us (-t %d) and %g us (-t %d): %.3g and %.3g us a message, ratio %.2f (issue 12: <= 3 %s)\n", m, tm, f, tf, m / tm, f / tf, r, (r <= 3 ? "holds" : "not met") }'
+}
+# verdict prints "holds" or "not met" for the awk condition $1 on a and b,
+# or "no figure" if either is empty.
+verdict() {
+	if [ -z "$2" ] || [ -z "${3-x}" ]; then
+		echo "no figure"
+		return
+	fi
+	awk -v a="$2" -v b="${3:-0}" "BEGIN {print ($1) ? \"holds\" : \"not met\"}"
+}
+# issue12 prints issue 12's lines (fmpirun -n 2, fibermpi's medians, the
+# MPIs' from the same run).
+issue12() {
+	local lat ompi bw rate mt
+	lat=$(fmpi_median latency 8)
+	ompi=$(fmpi_median latency 8 openmpi)
+	bw=$(fmpi_median bw 1048576)
+	rate=$(fmpi_median mbw_mr 8)
+	mt=$(fmpi_median latency_mt 8)
+	echo "# issue 12's lines (fibermpi's medians):"
+	echo "#   latency 8 B ${lat:-?} us <= 0.4: $(verdict 'a <= 0.4' "$lat"); <= Open MPI's ${ompi:-?} us: $(verdict 'a <= b' "$lat" "$ompi")"
+	echo "#   bw 1 MiB ${bw:-?} MB/s >= 13 000: $(verdict 'a >= 13000' "$bw")"
+	echo "#   mbw_mr 8 B $(awk -v r="$rate" 'BEGIN {if (r != "") printf "%.2f", r / 1e6; else printf "?"}') M messages/s >= 9: $(verdict 'a >= 9e6' "$rate")"
+	if [ "$LATMT_THREADS" = 4 ]; then
+		echo "#   latency_mt -t 4 8 B ${mt:-?} us <= 1: $(verdict 'a <= 1' "$mt")"
+	fi
 }
 {
 	echo "# make bench-mpi$([ "$QUICK" = 1 ] && echo -quick)$([ "$ONLY8" = 1 ] && echo " (-coll8: the 8-rank collectives only)")$([ "$TCP" = 1 ] && echo " (-tcp: between processes over loopback TCP)"): OSU-method benchmarks, fibermpi vs MPICH vs Open MPI"
@@ -304,6 +341,9 @@ many_ratio() {
 	fi
 	if [ "$LATMT_MANY" != 0 ]; then
 		echo "# latency_mt-many: fibermpi -t $LATMT_MANY -m 8:8 at OSU's default count; $(many_ratio)"
+	fi
+	if [ "$TCP" = 0 ] && [ "$ONLY8" = 0 ] && [ ${#FMPI_LAUNCH[@]} -gt 0 ]; then
+		issue12
 	fi
 	echo
 	"$BUILD/fmpi-osu" compare "$RAW"
