@@ -51,8 +51,14 @@ lines() {
 		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
 		return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
 	}
-	$3 == mpi && $7 != "" && $9 != "" {
-		b = $4; n[b]++; f[b, n[b]] = $7; c[b, n[b]] = $9
+	# A run that printed nothing leaves its name followed by the next name.
+	function after(name,    i) {
+		for (i = 5; i < NF; i++) if ($i == name) return $(i+1) ~ /^[0-9.]+$/ ? $(i+1) : ""
+		return ""
+	}
+	$3 == mpi {
+		b = $4; fv = after("fibermpi-over-mpi"); cv = after("raw-" mpi)
+		if (fv != "" && cv != "") { n[b]++; f[b, n[b]] = fv; c[b, n[b]] = cv }
 	}
 	END {
 		if (!n["latency"] || !n["bw"] || !n["latency_mt"]) { printf "%s: not every benchmark ran\n", mpi; exit }
