@@ -7,7 +7,8 @@
 #   make docs        the documentation as pkg.go.dev shows it, on DOCS_ADDR
 #   make docs-check  render every package page offline and check it
 #   make bench-mpi   OSU-method benchmarks: fibermpi vs MPICH vs Open MPI, ROUNDS
-#                    (6) interleaved rounds, summary in bench-mpi.txt
+#                    (6) interleaved rounds, summary in bench-mpi.txt (with
+#                    issue 12's lines judged from the run's medians)
 #   make bench-mpi-quick  the same at 8 B and 1 MiB only, in bench-mpi-quick.txt
 #   make bench-mpi-tcp    latency and bw, 8 B and 1 MiB, between processes over
 #                    loopback TCP (Open MPI btl/tcp, MPICH's tcp), in bench-mpi-tcp-quick.txt
