@@ -271,9 +271,9 @@ median_at() {
 	{ awk -v s="$size" '$1 == s {print $NF}' "$@" 2>/dev/null || true; } | sort -g |
 		awk '{v[NR] = $1} END {if (NR) printf "%g", (v[int((NR+1)/2)] + v[int(NR/2)+1]) / 2}'
 }
-# fmpi_median prints fibermpi's (or contender $3's) median of benchmark $1
-# at size $2 (8 or 1048576), over the quick or the full runs.
-fmpi_median() {
+# bench_median prints the median of benchmark $1 at size $2 (8 or 1048576)
+# by contender $3 (fibermpi if not given), over the quick or the full runs.
+bench_median() {
 	local tag=8b who=${3:-fibermpi}
 	[ "$2" = 1048576 ] && tag=1mib
 	median_at "$2" "$RAW/$1/$who"/r*-$tag.txt "$RAW/$1/$who"/r*-all.txt
@@ -282,7 +282,7 @@ fmpi_median() {
 # fibers of a rank) with LATMT_MANY fibers compares with LATMT_THREADS'.
 many_ratio() {
 	local few many
-	few=$(fmpi_median latency_mt 8)
+	few=$(bench_median latency_mt 8)
 	many=$(median_at 8 "$RAW"/latency_mt-many/fibermpi/r*.txt)
 	if [ -z "$few" ] || [ -z "$many" ]; then
 		echo "no ratio (a run failed)"
@@ -292,10 +292,10 @@ many_ratio() {
 		r = (m / tm) / (f / tf)
 		printf "medians %g us (-t %d) and %g us (-t %d): %.3g and %.3g us a message, ratio %.2f (issue 12: <= 3 %s)\n", m, tm, f, tf, m / tm, f / tf, r, (r <= 3 ? "holds" : "not met") }'
 }
-# verdict prints "holds" or "not met" for the awk condition $1 on a and b,
-# or "no figure" if either is empty.
+# verdict prints "holds" or "not met" for the awk condition $1 on a ($2)
+# and b ($3, if given), or "no figure" if a figure it is given is empty.
 verdict() {
-	if [ -z "$2" ] || [ -z "${3-x}" ]; then
+	if [ -z "$2" ] || { [ $# -ge 3 ] && [ -z "$3" ]; }; then
 		echo "no figure"
 		return
 	fi
@@ -305,11 +305,11 @@ verdict() {
 # MPIs' from the same run).
 issue12() {
 	local lat ompi bw rate mt
-	lat=$(fmpi_median latency 8)
-	ompi=$(fmpi_median latency 8 openmpi)
-	bw=$(fmpi_median bw 1048576)
-	rate=$(fmpi_median mbw_mr 8)
-	mt=$(fmpi_median latency_mt 8)
+	lat=$(bench_median latency 8)
+	ompi=$(bench_median latency 8 openmpi)
+	bw=$(bench_median bw 1048576)
+	rate=$(bench_median mbw_mr 8)
+	mt=$(bench_median latency_mt 8)
 	echo "# issue 12's lines (fibermpi's medians):"
 	echo "#   latency 8 B ${lat:-?} us <= 0.4: $(verdict 'a <= 0.4' "$lat"); <= Open MPI's ${ompi:-?} us: $(verdict 'a <= b' "$lat" "$ompi")"
 	echo "#   bw 1 MiB ${bw:-?} MB/s >= 13 000: $(verdict 'a >= 13000' "$bw")"
