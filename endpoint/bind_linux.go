@@ -91,10 +91,15 @@ func bindThreads(cpus []int) error {
 // traces), a look took 15–20 µs every 100 µs for the first 5–10 ms after
 // Init and after each idle spell: in OSU's default run lengths, which
 // fall in that time, fmpi-osu's 8-byte message rate (mbw_mr) was half
-// and its latency a third longer (BENCHMARKS.md). At the lowest priority
-// (nice 19) sysmon still runs, but in the worker's pauses or at the end
-// of its time slice rather than at once: none of its work is urgent to a
-// process whose worker owns the CPU.
+// and its latency a third longer (BENCHMARKS.md). So sysmon is demoted to
+// SCHED_IDLE, at the lowest nice value too: none of its work is urgent to
+// a process whose worker owns the CPU. A SCHED_IDLE thread never preempts
+// a normal one when it wakes; it runs when its CPU has nothing else to
+// run, or at the scheduler's tick, and takes about 0.3 % of a busy CPU at
+// most. Nice 19 alone, what this did first, does not stop the wake-up
+// preemption on this kernel (Linux 6.18, EEVDF): in 1.6 ms of latency_mt
+// started while sysmon still looked every 20 µs, it ran 20–26 times,
+// each time at once, 157–190 µs in all.
 const (
 	monitorNice     = 19
 	monitorLooks    = 3 // looks that must find the same thread alone in nanosleep
@@ -105,8 +110,8 @@ const (
 	monitorWait = 100 * time.Millisecond
 )
 
-// demoteMonitor finds sysmon and lowers its priority to monitorNice, or
-// changes nothing if no thread can be told to be it. sysmon is the only
+// demoteMonitor finds sysmon and demotes it (demote), or changes nothing
+// if no thread can be told to be it. sysmon is the only
 // thread of a Go program that sleeps in nanosleep(2) (the runtime's
 // usleep); the search looks at every thread's system call in /proc until
 // one thread was found there alone monitorLooks times, and gives up if
@@ -114,15 +119,16 @@ const (
 // caller must be a running goroutine: while every P is idle, sysmon
 // sleeps in a futex instead.
 //
-// A thread the monitor starts inherits its priority, and an unprivileged
-// process cannot raise it again. The monitor starts one only when it
+// A thread the monitor starts inherits its policy and priority, and an
+// unprivileged process cannot raise its nice value again. The monitor starts one only when it
 // hands a P it took back from a system call to new work and no thread is
 // idle. On a loaded machine it did, within a second of Init
 // (TestProcessesBoundToOwnCPUs found two threads at monitorNice in 3 runs
 // of 10 beside three busy loops), so spareThreads first leaves idle
 // threads for it to use. That test checks that after an idle spell of a
 // second, long enough for the monitor to take the sleeping worker's P,
-// it is still the only thread at monitorNice.
+// it is still the only thread at monitorNice, and the only one in
+// SCHED_IDLE.
 func demoteMonitor() {
 	spareThreads(monitorSpares)
 	self := unix.Gettid()
@@ -141,11 +147,21 @@ func demoteMonitor() {
 		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		if tid, done := pickMonitor(looks); done {
 			if tid >= 0 {
-				_ = unix.Setpriority(unix.PRIO_PROCESS, tid, monitorNice)
+				demote(tid)
 			}
 			return
 		}
 	}
+}
+
+// demote puts the thread tid in SCHED_IDLE at monitorNice. Where the
+// kernel refuses the policy (a seccomp filter that does not know
+// sched_setattr), the nice value alone is left, as lowering it is never
+// refused.
+func demote(tid int) {
+	_ = unix.Setpriority(unix.PRIO_PROCESS, tid, monitorNice)
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE, Nice: monitorNice}
+	_ = unix.SchedSetAttr(tid, &attr, 0)
 }
 
 // monitorSpares is how many idle threads spareThreads leaves: the monitor

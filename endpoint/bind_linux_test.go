@@ -56,8 +56,9 @@ func TestProcessesBoundToOwnCPUs(t *testing.T) {
 		t.Fatalf("want each process bound to %s CPUs of its own, got %q and %q", half, got[0][0], got[1][0])
 	}
 	// With one worker filling a share of one CPU, the runtime's monitor
-	// thread, and no other, runs at nice 19; with a CPU to spare, none.
-	niced := regexp.MustCompile(`rank (\d) has (\d+) threads at nice 19`)
+	// thread, and no other, runs in SCHED_IDLE at nice 19; with a CPU to
+	// spare, none.
+	niced := regexp.MustCompile(`rank (\d) has (\d+) threads at nice 19, (\d+) in SCHED_IDLE, (\d+) both`)
 	nm := niced.FindAllStringSubmatch(out, -1)
 	if len(nm) != 2 {
 		t.Fatalf("%d processes reported their threads' priorities, want 2:\n%s", len(nm), out)
@@ -67,8 +68,8 @@ func TestProcessesBoundToOwnCPUs(t *testing.T) {
 		want = "1"
 	}
 	for _, m := range nm {
-		if m[2] != want {
-			t.Errorf("%s, want %s (the monitor thread when the worker fills the share)", m[0], want)
+		if m[2] != want || m[3] != want || m[4] != want {
+			t.Errorf("%s, want %s of each (the monitor thread when the worker fills the share)", m[0], want)
 		}
 	}
 	// By default Puts go through the rings.
@@ -97,8 +98,8 @@ func TestProcessesBoundToOwnCPUs(t *testing.T) {
 		}
 	}
 	for _, m := range niced.FindAllStringSubmatch(out, -1) {
-		if m[2] != "0" {
-			t.Errorf("with %s=none: %s, want 0", endpoint.EnvBind, m[0])
+		if m[2] != "0" || m[3] != "0" {
+			t.Errorf("with %s=none: %s, want none", endpoint.EnvBind, m[0])
 		}
 	}
 }
@@ -138,7 +139,8 @@ func TestDefaultWorkersFitTheShare(t *testing.T) {
 // CPU each before they started, as Open MPI does (here taskset), start
 // with GOMAXPROCS 1; Init leaves their binding alone, runs one worker, and
 // raises GOMAXPROCS to 2, so that the worker does not hold the only P, and
-// demotes the monitor thread, which shares the worker's CPU.
+// demotes the monitor thread (SCHED_IDLE, nice 19), which shares the
+// worker's CPU.
 func TestLauncherBoundKeepsASpareP(t *testing.T) {
 	if fmpitest.Child() {
 		// The testing package fixes GOMAXPROCS: go back to the runtime's
@@ -147,8 +149,8 @@ func TestLauncherBoundKeepsASpareP(t *testing.T) {
 		runtime.SetDefaultGOMAXPROCS()
 		before := runtime.GOMAXPROCS(0)
 		p, set := initDefault(t)
-		fmt.Printf("rank %d GOMAXPROCS %d before Init, %d after; workers %d; bound to %d CPUs; %d threads at nice 19\n",
-			p.Rank(), before, runtime.GOMAXPROCS(0), p.Scheduler().Workers(), set.Count(), nicedThreads(t, 19))
+		fmt.Printf("rank %d GOMAXPROCS %d before Init, %d after; workers %d; bound to %d CPUs; %s\n",
+			p.Rank(), before, runtime.GOMAXPROCS(0), p.Scheduler().Workers(), set.Count(), demoted(t))
 		return
 	}
 	set := twoCPUs(t)
@@ -175,8 +177,9 @@ func TestLauncherBoundKeepsASpareP(t *testing.T) {
 		t.Fatalf("%d processes reported, want 2:\n%s", len(got), out)
 	}
 	for _, m := range got {
-		if !strings.Contains(m, "GOMAXPROCS 1 before Init, 2 after; workers 1; bound to 1 CPUs; 1 threads at nice 19") {
-			t.Errorf("%s; want GOMAXPROCS 1 before Init, 2 after; workers 1; bound to 1 CPUs; 1 threads at nice 19", m)
+		const want = "GOMAXPROCS 1 before Init, 2 after; workers 1; bound to 1 CPUs; 1 threads at nice 19, 1 in SCHED_IDLE, 1 both"
+		if !strings.Contains(m, want) {
+			t.Errorf("%s; want %s", m, want)
 		}
 	}
 }
@@ -240,26 +243,37 @@ func bindChild(t *testing.T) {
 		}
 	}
 	fmt.Printf("rank %d bound to %d CPUs, first %d\n", p.Rank(), set.Count(), first)
-	fmt.Printf("rank %d has %d threads at nice 19\n", p.Rank(), nicedThreads(t, 19))
+	fmt.Printf("rank %d has %s\n", p.Rank(), demoted(t))
 	fmt.Printf("rank %d transport %s\n", p.Rank(), p.Transport().Name())
 }
 
-// nicedThreads counts the threads of this process whose nice value is nice.
-func nicedThreads(t *testing.T, nice int) int {
+// demoted says how many threads of this process run at nice 19, how
+// many in SCHED_IDLE, and how many both.
+func demoted(t *testing.T) string {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var niced, idle, both int
 	for _, task := range tasks {
 		tid, err := strconv.Atoi(task.Name())
 		if err != nil {
 			continue
 		}
 		// getpriority(2) returns 20 − nice on Linux.
-		if prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err == nil && 20-prio == nice {
-			n++
+		prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
+		n := err == nil && 20-prio == 19
+		attr, err := unix.SchedGetAttr(tid, 0)
+		i := err == nil && attr.Policy == unix.SCHED_IDLE
+		if n {
+			niced++
+		}
+		if i {
+			idle++
+		}
+		if n && i {
+			both++
 		}
 	}
-	return n
+	return fmt.Sprintf("%d threads at nice 19, %d in SCHED_IDLE, %d both", niced, idle, both)
 }
