@@ -1,5 +1,9 @@
 /* latency: rank 0 sends size bytes and waits for them back; the latency is
- * the time of the timed round trips over twice their number. */
+ * the time of the timed round trips over twice their number. Built with
+ * -DSERIALIZED (osu_latency_serialized), MPI is initialized at
+ * MPI_THREAD_SERIALIZED, the level rdma/mpi asks for, instead of by
+ * MPI_Init: Open MPI takes its internal locks at every level above
+ * MPI_THREAD_SINGLE. */
 #include "common.h"
 
 #include <stdio.h>
@@ -10,13 +14,28 @@ int main(int argc, char **argv)
 	int rank;
 	char *s, *r;
 
+#ifdef SERIALIZED
+	int provided;
+	CHECK(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided));
+	init_options(&o, argc, argv, KIND_LAT, 0, "", "osu_latency_serialized");
+	need_ranks(2, 1);
+	CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+	if (provided < MPI_THREAD_SERIALIZED) {
+		if (rank == 0)
+			fprintf(stderr, "osu_latency_serialized: MPI_Init_thread gave level %d, below MPI_THREAD_SERIALIZED\n", provided);
+		MPI_Finalize();
+		return 1;
+	}
+	print_title("OSU MPI Latency Test (MPI_THREAD_SERIALIZED)", 0);
+#else
 	CHECK(MPI_Init(&argc, &argv));
 	init_options(&o, argc, argv, KIND_LAT, 0, "", "osu_latency");
 	need_ranks(2, 1);
 	CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+	print_title("OSU MPI Latency Test", 0);
+#endif
 	s = alloc_buf((size_t)max_size(&o));
 	r = alloc_buf((size_t)max_size(&o));
-	print_title("OSU MPI Latency Test", 0);
 	if (rank == 0)
 		printf("%-*s%*s\n", SIZE_WIDTH, "# Size", FIELD_WIDTH, "Latency (us)");
 	fflush(stdout);

@@ -16,7 +16,12 @@
 // but never two at once — exactly SERIALIZED. FUNNELED would force every
 // send through a hand-off to one server thread: on the measured 2-core
 // machine that hand-off (a cross-thread wake-up and two cache-line
-// transfers per message) cost more than the whole MPI send.
+// transfers per message) cost more than the whole MPI send. Below
+// SERIALIZED only MPI_THREAD_SINGLE is left, which a Go process, always
+// several threads, cannot promise. The level has a price with Open MPI,
+// which takes its internal locks at every level above SINGLE: 8-byte
+// osu_latency, 0.16–0.17 µs at MPI_Init against 0.21–0.23 at SERIALIZED
+// (BENCHMARKS.md, issue 17, session 26); MPICH locks only at MULTIPLE.
 //
 // No call holds the lock while it waits for another process: blocking
 // operations (collectives, a transfer's completion) are started
