@@ -95,8 +95,8 @@ func bindThreads(cpus []int) error {
 // SCHED_IDLE, at the lowest nice value too: none of its work is urgent to
 // a process whose worker owns the CPU. A SCHED_IDLE thread never preempts
 // a normal one when it wakes; it runs when its CPU has nothing else to
-// run, or at the scheduler's tick, and takes about 0.3 % of a busy CPU at
-// most. Nice 19 alone, what this did first, does not stop the wake-up
+// run, or at the scheduler's tick, with a weight of 3 against a normal
+// thread's 1024. Nice 19 alone, what this did first, does not stop the wake-up
 // preemption on this kernel (Linux 6.18, EEVDF): in 1.6 ms of latency_mt
 // started while sysmon still looked every 20 µs, it ran 20–26 times,
 // each time at once, 157–190 µs in all.
@@ -110,21 +110,21 @@ const (
 	monitorWait = 100 * time.Millisecond
 )
 
-// demoteMonitor finds sysmon and demotes it (demote), or changes nothing
-// if no thread can be told to be it. sysmon is the only
-// thread of a Go program that sleeps in nanosleep(2) (the runtime's
-// usleep); the search looks at every thread's system call in /proc until
-// one thread was found there alone monitorLooks times, and gives up if
-// another thread is ever seen there too (cgo code might sleep so). The
-// caller must be a running goroutine: while every P is idle, sysmon
-// sleeps in a futex instead.
+// demoteMonitor finds sysmon and puts it in SCHED_IDLE at monitorNice
+// (demote), or changes nothing if no thread can be told to be it. sysmon
+// is the only thread of a Go program that sleeps in nanosleep(2) (the
+// runtime's usleep); the search looks at every thread's system call in
+// /proc until one thread was found there alone monitorLooks times, and
+// gives up if another thread is ever seen there too (cgo code might sleep
+// so). The caller must be a running goroutine: while every P is idle,
+// sysmon sleeps in a futex instead.
 //
 // A thread the monitor starts inherits its policy and priority, and an
-// unprivileged process cannot raise its nice value again. The monitor starts one only when it
-// hands a P it took back from a system call to new work and no thread is
-// idle. On a loaded machine it did, within a second of Init
-// (TestProcessesBoundToOwnCPUs found two threads at monitorNice in 3 runs
-// of 10 beside three busy loops), so spareThreads first leaves idle
+// unprivileged process cannot raise its nice value again. The monitor
+// starts one only when it hands a P it took back from a system call to new
+// work and no thread is idle. On a loaded machine it did, within a second
+// of Init (TestProcessesBoundToOwnCPUs found two threads at monitorNice in
+// 3 runs of 10 beside three busy loops), so spareThreads first leaves idle
 // threads for it to use. That test checks that after an idle spell of a
 // second, long enough for the monitor to take the sleeping worker's P,
 // it is still the only thread at monitorNice, and the only one in
