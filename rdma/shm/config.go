@@ -12,8 +12,9 @@ import (
 
 // Defaults of Config.
 const (
-	// DefaultRingSize is the size in bytes of each inbound ring: 64
-	// records of a default 8 KiB packet, or about 2000 small ones.
+	// DefaultRingSize is the size in bytes of each inbound ring: 63
+	// records of a default 8 KiB packet, or 8192 one-line records
+	// (messages of up to 8 bytes).
 	DefaultRingSize = 512 << 10
 	// DefaultMaxAddrs bounds the addresses a transport can bind: the
 	// bitmap of bound addresses that peers read has this many bits.
