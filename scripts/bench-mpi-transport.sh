@@ -63,17 +63,14 @@ lines() {
 		b = $4; fv = after("fibermpi-over-mpi"); cv = after("raw-" mpi)
 		if (fv != "" && cv != "") { n[b]++; f[b, n[b]] = fv; c[b, n[b]] = cv }
 		rs = after("raw-serialized")
-		if (b == "latency" && fv != "" && rs != "") { ns[mpi]++; sv[ns[mpi]] = rs; sd[ns[mpi]] = fv - rs }
+		if (b == "latency" && fv != "" && rs != "") { ns++; sv[ns] = rs; sd[ns] = fv - rs }
 	}
 	END {
 		if (!n["latency"] || !n["bw"] || !n["latency_mt"]) { printf "%s: not every benchmark ran\n", mpi; exit }
 		for (i = 1; i <= n["latency"]; i++) { x[i] = f["latency", i]; y[i] = c["latency", i]; d[i] = x[i] - y[i] }
 		k = n["latency"]; fl = med(x, k); cl = med(y, k); dl = med(d, k)
 		printf "%s latency 8 B: fibermpi %.3f us, raw %.3f us (medians of %d), median per-round difference %+.3f us: line raw + 0.3 %s\n", mpi, fl, cl, k, dl, (dl <= 0.3 ? "holds" : "not met")
-		if (ns[mpi]) {
-			for (i = 1; i <= ns[mpi]; i++) { s2[i] = sv[i]; d2[i] = sd[i] }
-			printf "%s   (raw at MPI_THREAD_SERIALIZED %.3f us; fibermpi over it: median per-round difference %+.3f us)\n", mpi, med(s2, ns[mpi]), med(d2, ns[mpi])
-		}
+		if (ns) printf "%s   (raw at MPI_THREAD_SERIALIZED %.3f us; fibermpi over it: median per-round difference %+.3f us)\n", mpi, med(sv, ns), med(sd, ns)
 		delete x; delete y; delete d
 		for (i = 1; i <= n["bw"]; i++) { x[i] = f["bw", i]; y[i] = c["bw", i]; d[i] = x[i] / y[i] }
 		k = n["bw"]; fb = med(x, k); cb = med(y, k); rb = med(d, k)
