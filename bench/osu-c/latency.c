@@ -15,25 +15,25 @@ int main(int argc, char **argv)
 	char *s, *r;
 
 #ifdef SERIALIZED
+	const char *name = "osu_latency_serialized", *title = "OSU MPI Latency Test (MPI_THREAD_SERIALIZED)";
 	int provided;
 	CHECK(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided));
-	init_options(&o, argc, argv, KIND_LAT, 0, "", "osu_latency_serialized");
+#else
+	const char *name = "osu_latency", *title = "OSU MPI Latency Test";
+	CHECK(MPI_Init(&argc, &argv));
+#endif
+	init_options(&o, argc, argv, KIND_LAT, 0, "", name);
 	need_ranks(2, 1);
 	CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+#ifdef SERIALIZED
 	if (provided < MPI_THREAD_SERIALIZED) {
 		if (rank == 0)
-			fprintf(stderr, "osu_latency_serialized: MPI_Init_thread gave level %d, below MPI_THREAD_SERIALIZED\n", provided);
+			fprintf(stderr, "%s: MPI_Init_thread gave level %d, below MPI_THREAD_SERIALIZED\n", name, provided);
 		MPI_Finalize();
 		return 1;
 	}
-	print_title("OSU MPI Latency Test (MPI_THREAD_SERIALIZED)", 0);
-#else
-	CHECK(MPI_Init(&argc, &argv));
-	init_options(&o, argc, argv, KIND_LAT, 0, "", "osu_latency");
-	need_ranks(2, 1);
-	CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-	print_title("OSU MPI Latency Test", 0);
 #endif
+	print_title(title, 0);
 	s = alloc_buf((size_t)max_size(&o));
 	r = alloc_buf((size_t)max_size(&o));
 	if (rank == 0)
