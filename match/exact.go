@@ -32,6 +32,45 @@ func (t *core) arrive(k uint64, m *opaque) (*opaque, bool) {
 	}
 }
 
+// arriveRun is TryArriveRun: arrive for len(out) messages with key k, none
+// of them queued, under one hold of the chain lock.
+func (t *core) arriveRun(k uint64, out []*opaque) int {
+	if len(out) == 0 {
+		return 0
+	}
+	j := t.index(k)
+	h := &t.pairs[j]
+	h.b.lock()
+	t.list(h, j) // as arrive
+	if t.wild.Load() != 0 {
+		// A posted wildcard may come before k's receives: the first
+		// message alone, as TryArrive; the caller goes on one by one.
+		h.b.unlock()
+		r, ok := t.arriveWild(h, j, k, nil)
+		if !ok {
+			return 0
+		}
+		out[0] = r
+		return 1
+	}
+	n := 0
+	if p, i, _, _ := find(h, k); p != nil && p.recv(i) {
+		// One FIFO of receives: take its items in order. take returns nil
+		// once the FIFO is empty; nothing can refill the slot meanwhile
+		// (every insertion holds the chain lock).
+		for n < len(out) {
+			r := t.take(p, i)
+			if r == nil {
+				break
+			}
+			out[n] = r
+			n++
+		}
+	}
+	h.b.unlock()
+	return n
+}
+
 // queueMsg queues m as unexpected under k, stamping its arrival order.
 func (t *core) queueMsg(h, p *pair, i int, fp *pair, fi int, k uint64, m *opaque) {
 	var seq uint64

@@ -93,6 +93,27 @@ func (t *Table[M, R]) TryArrive(k Key) (r *R, ok bool, err error) {
 	return toRecv[R](p), ok, nil
 }
 
+// TryArriveRun is TryArrive for len(rs) messages that arrived one after
+// the other with the same exact key k, under one lock of k's bucket: it
+// removes the receives posted for k, the earliest first, one per message,
+// into rs, and returns how many it took, n. The first n messages go to
+// rs[:n] in order, as n calls of TryArrive would give them; the rest find
+// no receive and the caller queues them as before. While a wildcard
+// receive is posted it matches the first message alone, as TryArrive
+// (n is 0 or 1): the caller then goes message by message, so that each
+// sees the wildcards in order. The error is
+// ErrWildcardKey if k holds a wildcard.
+func (t *Table[M, R]) TryArriveRun(k Key, rs []*R) (n int, err error) {
+	if k.IsWildcard() {
+		return 0, ErrWildcardKey
+	}
+	// Safety: as for toRecv, element by element: a *R and a *opaque are
+	// both one pointer word, so rs's backing array is len(rs) pointer
+	// words either way, and the garbage collector finds them as pointers
+	// under either type. The view does not outlive the call.
+	return t.c.arriveRun(k.v, unsafe.Slice((**opaque)(unsafe.Pointer(unsafe.SliceData(rs))), len(rs))), nil
+}
+
 // Post matches a receive with key k, which may hold AnySource and AnyTag.
 // If an unexpected message matches, it is removed and returned with its
 // exact key and ok true: for a given source, the earliest arrived matching

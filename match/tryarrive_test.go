@@ -93,3 +93,110 @@ func TestLeads(t *testing.T) {
 		t.Fatal("the second receive does not lead once the first matched")
 	}
 }
+
+// TryArriveRun takes what that many TryArrive calls would, in the same
+// order, under any mix of exact and wildcard receives, queued messages
+// and Cancels; while a wildcard is posted, at most one. Two tables get the
+// same operations; one takes runs, the other goes message by message.
+func TestTryArriveRunModel(t *testing.T) {
+	var long, wildRuns int // runs that took two or more; runs with a wildcard posted
+	defer func() {
+		t.Logf("runs of two or more: %d; runs with a wildcard posted: %d", long, wildRuns)
+		if long == 0 || wildRuns == 0 {
+			t.Error("the model never made a run of two or more, or never one with a wildcard posted")
+		}
+	}()
+	for seed := range uint64(20) {
+		run, ref := newIntTable(t), newIntTable(t)
+		keys := []Key{MustKey(1, 0, 0), MustKey(1, 0, 1), MustKey(1, 1, 0)}
+		wild := []Key{MustKey(1, AnySource, 0), MustKey(1, 0, AnyTag)}
+		recvs := make([]int, 4000)
+		next := 0
+		rng := seed*0x9E3779B97F4A7C15 + 1
+		rand := func(n int) int {
+			rng ^= rng << 13
+			rng ^= rng >> 7
+			rng ^= rng << 17
+			return int(rng % uint64(n))
+		}
+		var rs [40]*int
+		for step := 0; step < 3000 && next < len(recvs)-1; step++ {
+			switch op := rand(10); {
+			case op < 5: // post a receive, now and then a wildcard one
+				k := keys[rand(len(keys))]
+				if rand(8) == 0 {
+					k = wild[rand(len(wild))]
+				}
+				r := &recvs[next]
+				next++
+				_, _, ok1, err1 := run.Post(k, r)
+				_, _, ok2, err2 := ref.Post(k, r)
+				if ok1 != ok2 || err1 != nil || err2 != nil {
+					t.Fatalf("seed %d step %d: Post: %v %v / %v %v", seed, step, ok1, err1, ok2, err2)
+				}
+			case op < 6: // a message that queues (no receive: kept for later Posts)
+				k := keys[rand(len(keys))]
+				m := &recvs[next]
+				next++
+				r1, ok1, _ := run.Arrive(k, m)
+				r2, ok2, _ := ref.Arrive(k, m)
+				if ok1 != ok2 || r1 != r2 {
+					t.Fatalf("seed %d step %d: Arrive: %v %v / %v %v", seed, step, r1, ok1, r2, ok2)
+				}
+			default: // a run of 1 to 40 messages with one key
+				k := keys[rand(len(keys))]
+				l := 1 + rand(len(rs))
+				hadWild := wildPosted(ref)
+				n, err := run.TryArriveRun(k, rs[:l])
+				if err != nil || n < 0 || n > l {
+					t.Fatalf("seed %d step %d: TryArriveRun(%d) = %d, %v", seed, step, l, n, err)
+				}
+				for i := range n {
+					r, ok, _ := ref.TryArrive(k)
+					if !ok || r != rs[i] {
+						t.Fatalf("seed %d step %d: message %d of a run of %d went to %p, TryArrive gives %p (%v)", seed, step, i, l, rs[i], r, ok)
+					}
+				}
+				if n > 1 {
+					long++
+				}
+				if hadWild {
+					wildRuns++
+				}
+				if hadWild && n > 1 {
+					t.Fatalf("seed %d step %d: TryArriveRun took %d with a wildcard posted", seed, step, n)
+				}
+				if n < l && !hadWild {
+					if r, ok, _ := ref.TryArrive(k); ok {
+						t.Fatalf("seed %d step %d: TryArriveRun stopped at %d of %d, but a receive (%p) was posted", seed, step, n, l, r)
+					}
+				}
+			}
+		}
+		// Both tables hold the same receives still: match them all.
+		for _, k := range keys {
+			for {
+				r1, ok1, _ := run.TryArrive(k)
+				r2, ok2, _ := ref.TryArrive(k)
+				if ok1 != ok2 || r1 != r2 {
+					t.Fatalf("seed %d: what is left differs: %p %v / %p %v", seed, r1, ok1, r2, ok2)
+				}
+				if !ok1 {
+					break
+				}
+			}
+		}
+	}
+}
+
+func newIntTable(t *testing.T) *Table[int, int] {
+	t.Helper()
+	tb, err := New[int, int](Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// wildPosted reports whether tb holds a posted wildcard receive.
+func wildPosted(tb *Table[int, int]) bool { return tb.c.wild.Load() != 0 }
