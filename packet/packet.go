@@ -311,6 +311,21 @@ func PeekEager(b []byte) (ctx uint32, src, tag int32, from uint32, n int, ok boo
 	return le.Uint32(b[0:]), int32(le.Uint32(b[4:])), int32(le.Uint32(b[8:])), le.Uint32(b[16:]), int(le.Uint32(b[12:])), true
 }
 
+// SameEager reports whether the wire headers a and b (as EncodeEager or
+// EncodeHeader wrote them) are both eager packets with the same context,
+// source, tag and sender; their lengths may differ. It is false when
+// either is shorter than HeaderWireSize.
+func SameEager(a, b []byte) bool {
+	if len(a) < HeaderWireSize || len(b) < HeaderWireSize {
+		return false
+	}
+	le := binary.LittleEndian
+	return a[48] == byte(KindEager) && b[48] == byte(KindEager) &&
+		le.Uint64(a[0:]) == le.Uint64(b[0:]) && // context, source
+		le.Uint32(a[8:]) == le.Uint32(b[8:]) && // tag
+		le.Uint32(a[16:]) == le.Uint32(b[16:]) // sender
+}
+
 // CopyHeader copies every exported header field and the length of src
 // into p, for moving a message from one packet into another (e.g. from a
 // packet of one pool into one of another). It panics with a *LengthError
