@@ -141,7 +141,7 @@ func (c *core) Receive(w int, pk *packet.Packet) {
 			c.matched(w, r, pk)
 		}
 		if c.p.remote(from) {
-			c.off.counted(from) // after matching: see offer.go
+			c.off.counted(from, 1) // after matching: see offer.go
 		}
 	case packet.KindRTR, packet.KindDone:
 		if c.p.remote(rdma.Addr(pk.From)) {
@@ -177,13 +177,53 @@ func (c *core) Receive(w int, pk *packet.Packet) {
 // is posted (the transport then delivers a packet to Receive) or while the
 // endpoint is traced (Receive traces the arrival).
 func (c *core) ReceiveEager(w int, h rdma.EagerHeader, data []byte) bool {
-	if c.tr != nil || !c.deliverDirect(h.Context, h.Source, h.Tag, data) {
+	if c.tr != nil {
 		return false
 	}
+	// deliverDirect's work, written out: one call fewer on the path of
+	// every arrival from another process.
+	key, ok := match.ExactKey(h.Context, h.Source, h.Tag)
+	if !ok {
+		key = eagerKey(h.Context, h.Source, h.Tag)
+	}
+	r, ok, err := c.table.TryArrive(key)
+	if err != nil || !ok {
+		return false
+	}
+	c.fillDirect(r, h.Source, h.Tag, data)
 	if c.p.remote(h.From) {
-		c.off.counted(h.From) // after matching, as Receive: see offer.go
+		c.off.counted(h.From, 1) // after matching, as Receive: see offer.go
 	}
 	return true
+}
+
+// eagerRun is the most messages ReceiveEagerRun matches under one lock.
+const eagerRun = 32
+
+// ReceiveEagerRun takes a run of eager messages with one envelope that a
+// transport holds in its own memory (rdma.EagerRunReceiver): the first
+// of them, up to eagerRun, for which receives are posted, matched under
+// one lock of their key's bucket. It returns how many it took, from the
+// start of data; 0 while the endpoint is traced (Receive traces each
+// arrival), and at most one while a wildcard receive is posted (the
+// wildcards' order is kept message by message): the transport delivers
+// the rest as it would have without runs.
+func (c *core) ReceiveEagerRun(w int, h rdma.EagerHeader, data [][]byte) int {
+	if c.tr != nil {
+		return 0
+	}
+	var rs [eagerRun]*Request
+	n, err := c.table.TryArriveRun(eagerKey(h.Context, h.Source, h.Tag), rs[:min(len(data), eagerRun)])
+	if err != nil || n == 0 {
+		return 0
+	}
+	for i, r := range rs[:n] {
+		c.fillDirect(r, h.Source, h.Tag, data[i])
+	}
+	if c.p.remote(h.From) {
+		c.off.counted(h.From, n) // after matching, as Receive: see offer.go
+	}
+	return n
 }
 
 // deliverDirect hands an eager message from a sender in this process to a
@@ -191,29 +231,61 @@ func (c *core) ReceiveEager(w int, h rdma.EagerHeader, data []byte) bool {
 // buffer; it reports false, changing nothing, when none is posted (the
 // sender then sends a packet, which Arrive matches or queues in order).
 func (c *core) deliverDirect(ctx uint32, src, tag int32, data []byte) bool {
-	key, ok := match.ExactKey(ctx, src, tag)
+	key, ok := match.ExactKey(ctx, src, tag) // eagerKey's, inline: the common case
 	if !ok {
-		key = match.MustKey(ctx, src, tag) // panics: senders check their keys
+		key = eagerKey(ctx, src, tag)
 	}
 	r, ok, err := c.table.TryArrive(key)
 	if err != nil || !ok {
 		return false
 	}
+	c.fillDirect(r, src, tag, data)
+	return true
+}
+
+// eagerKey is the key of an eager message's envelope.
+func eagerKey(ctx uint32, src, tag int32) match.Key {
+	key, ok := match.ExactKey(ctx, src, tag)
+	if !ok {
+		key = match.MustKey(ctx, src, tag) // panics: senders check their keys
+	}
+	return key
+}
+
+// fillDirect completes receive r, matched to an eager message from src
+// with tag whose bytes are data, by copying them into its buffer. The
+// rare cases are out of line, so that fillDirect stays small where it is
+// inlined (into every eager arrival's path).
+func (c *core) fillDirect(r *Request, src, tag int32, data []byte) {
 	r.status.Source, r.status.Tag = src, tag
 	if r.kind == reqHold { // Mprobe's (mprobe.go)
-		r.buf = append([]byte(nil), data...)
-		r.status.Count = len(data)
-		r.complete()
-		return true
+		holdDirect(r, data)
+		return
 	}
 	n := copy(r.buf, data)
 	r.status.Count = n
 	if n < len(data) {
-		r.status.Err = &TruncateError{Have: len(r.buf), Got: len(data)}
+		truncated(r, len(data))
 	}
 	c.unregister(r) // registered for an offer (offer.go): only from another process
 	r.complete()
-	return true
+}
+
+// holdDirect completes Mprobe's request r with a copy of data.
+//
+//go:noinline
+func holdDirect(r *Request, data []byte) {
+	r.buf = append([]byte(nil), data...)
+	r.status.Count = len(data)
+	r.complete()
+}
+
+// truncated records in r's status that a message of got bytes did not fit
+// its buffer.
+//
+//go:noinline
+func truncated(r *Request, got int) {
+	r.status.Err = &TruncateError{Have: len(r.buf), Got: got}
 }
 
 // matched joins a receive and the message (eager packet or RTS) it matched.

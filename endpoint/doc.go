@@ -35,7 +35,11 @@
 // once. At the receiving endpoint the packet meets its receive in the
 // matching table: if the receive was posted first, the data is copied
 // straight into its buffer and the packet goes back to the pool; otherwise
-// the packet waits in the table until the receive comes.
+// the packet waits in the table until the receive comes. A transport that
+// keeps arrivals in its own memory needs no packet for a message whose
+// receive is posted (rdma.EagerReceiver), and hands over a run of messages
+// with one envelope at once (rdma.EagerRunReceiver): they are matched
+// under one lock of the table (match.Table.TryArriveRun), in order.
 //
 // In one process (a transport implementing rdma.Local, as the in-process
 // default does), a send of any size whose receive is already posted skips

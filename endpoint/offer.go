@@ -147,10 +147,10 @@ func (o *offers) arrivedFrom(peer rdma.Addr) uint64 {
 	return o.peers.get(peer).arrived.Load()
 }
 
-// counted records an eager or RTS packet from peer, after it was matched
-// or queued.
-func (o *offers) counted(peer rdma.Addr) {
-	o.peers.get(peer).arrived.Add(1)
+// counted records n eager or RTS packets from peer, after they were
+// matched or queued.
+func (o *offers) counted(peer rdma.Addr, n int) {
+	o.peers.get(peer).arrived.Add(uint64(n))
 }
 
 // route is called before every send to the peer under (ctx, tag): it takes the

@@ -203,6 +203,21 @@ type EagerReceiver interface {
 	ReceiveEager(w int, h EagerHeader, data []byte) bool
 }
 
+// EagerRunReceiver is implemented by EagerReceivers that can also take a
+// run of eager messages with one envelope at once (the endpoint: it
+// matches them under one lock). A transport that finds several such
+// messages in a row for one destination (rdma/shm, draining its ring)
+// offers them together. ReceiveEagerRun returns how many it took, n, from
+// the start of data, in order, as n calls of ReceiveEager taking each
+// would have; the transport delivers the others as before (ReceiveEager,
+// or a packet through Receive), before anything that arrived after them.
+// Each data[i] is valid only during the call; the rules of ReceiveEager
+// apply.
+type EagerRunReceiver interface {
+	EagerReceiver
+	ReceiveEagerRun(w int, h EagerHeader, data [][]byte) int
+}
+
 // Mover is implemented by transports that move a large message's bytes
 // with a rendezvous of their own (rdma/mpi: the production MPI's), so that
 // the endpoint layer's rendezvous needs one packet, the RTS, instead of an
