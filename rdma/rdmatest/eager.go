@@ -39,23 +39,7 @@ func testEager(t *testing.T, f Factory) {
 		if seq%3 != 0 && es.SendEager(packet.NoWorker, 0, h, data) {
 			continue
 		}
-		pk := e.mustGet()
-		pk.Kind, pk.From, pk.Context, pk.Source, pk.Tag = packet.KindEager, uint32(h.From), h.Context, h.Source, h.Tag
-		if err := pk.SetData(data); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(e.timeout)
-		for {
-			err := e.hosts[1].Send(packet.NoWorker, 0, pk)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, rdma.ErrAgain) || time.Now().After(deadline) {
-				t.Fatalf("Send of message %d: %v", seq, err)
-			}
-			e.progress(packet.NoWorker)
-			runtime.Gosched()
-		}
+		e.sendEagerPacket(seq, h, data)
 	}
 	e.waitArrived(int64(n))
 	r.check(n)
@@ -72,6 +56,30 @@ func testEager(t *testing.T, f Factory) {
 		t.Error("SendEager of a message longer than a packet reported true")
 	}
 	e.checkPool("after the traffic")
+}
+
+// sendEagerPacket sends message seq, h and data, from address 1 to
+// address 0 as an eager packet, driving progress while the transport says
+// ErrAgain.
+func (e *env) sendEagerPacket(seq int, h rdma.EagerHeader, data []byte) {
+	e.t.Helper()
+	pk := e.mustGet()
+	pk.Kind, pk.From, pk.Context, pk.Source, pk.Tag = packet.KindEager, uint32(h.From), h.Context, h.Source, h.Tag
+	if err := pk.SetData(data); err != nil {
+		e.t.Fatal(err)
+	}
+	deadline := time.Now().Add(e.timeout)
+	for {
+		err := e.hosts[1].Send(packet.NoWorker, 0, pk)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, rdma.ErrAgain) || time.Now().After(deadline) {
+			e.t.Fatalf("Send of message %d: %v", seq, err)
+		}
+		e.progress(packet.NoWorker)
+		runtime.Gosched()
+	}
 }
 
 // eagerMessage returns message seq of testEager: its header and bytes, a

@@ -86,6 +86,7 @@ var cases = []struct {
 	{"ManyToOne", testManyToOne},
 	{"SendFromReceive", testSendFromReceive},
 	{"Eager", testEager},
+	{"EagerRuns", testEagerRuns},
 	{"Rendezvous", testRendezvous},
 	{"StartPut", testStartPut},
 	{"NoPeer", testNoPeer},

@@ -82,6 +82,14 @@
 // 8-byte message, both ends): 237 ns with packets at both ends, 172 ns
 // without (and with the ring's two consumer locks in one word).
 //
+// Records in a row that carry eager messages for one destination with one
+// envelope (a window of sends to one rank and tag) go together to a
+// destination that takes runs (rdma.EagerRunReceiver): the endpoint
+// matches up to a batch of them under one lock of its table. A run ends
+// at any other record, a skip or the last tail seen. In osu_mbw_mr's
+// pattern this took the receiver's instructions from about 1 020 to 800 a
+// message (BENCHMARKS.md, issue 12, session 27).
+//
 // Ordering: records from one process to another are consumed in ring
 // order, and a ring is delivered by one goroutine at a time (Progress
 // takes it with a try-lock and keeps it across the Receive calls of a

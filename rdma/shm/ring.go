@@ -324,7 +324,9 @@ type inRing struct {
 	batch       [batchSize]*packet.Packet
 	recv        [batchSize]rdma.Receiver
 	holdingTake bool
-	_           cpu.CacheLinePad
+	// Under take: the payloads of a run of eager records (gather).
+	run [batchSize][]byte
+	_   cpu.CacheLinePad
 
 	// Read-only after New.
 	ctl  *ringCtl
@@ -394,6 +396,35 @@ func (ir *inRing) peekRing() (rec []byte, typ, n int, word1 uint32, ok, corrupt 
 		rec = ir.data[off : off+size]
 		return rec, typ, n, le.Uint32(head[offWord1:]), true, false
 	}
+}
+
+// gather returns the payloads of the eager packet record rec (n payload
+// bytes, at head) and of the records after it, up to max in all (at
+// least one) and batchSize, that carry eager messages for the same
+// address with the same envelope (packet.SameEager). It stops at any
+// other record, at a skip, and at the last tail seen: it reads only
+// records peekRing has made visible, and leaves anything doubtful to it.
+// The caller holds take; the slices point into the ring.
+func (ir *inRing) gather(rec []byte, n, max int) [][]byte {
+	ir.run[0] = rec[headSize : headSize+n]
+	first := (*[headSize]byte)(rec)
+	k := 1
+	limit := min(max, len(ir.run))
+	for pos := ir.head + uint64(len(rec)); k < limit && pos != ir.tailCache; k++ {
+		off := pos & ir.mask
+		head := (*[headSize]byte)(ir.data[off:])
+		if head[offType] != recPacket || le.Uint32(head[offWord1:]) != le.Uint32(first[offWord1:]) || !packet.SameEager(head[:], first[:]) {
+			break
+		}
+		m := uint64(le.Uint32(head[offPacketLen:]))
+		size := uint64(recordSize(int(m)))
+		if m > ir.size || size > ir.size-off || pos+size > ir.tailCache {
+			break // peekRing reports it when it gets there
+		}
+		ir.run[k] = ir.data[off+headSize : off+headSize+m]
+		pos += size
+	}
+	return ir.run[:k]
 }
 
 // peekQueue returns the next drained packet record, its payload length

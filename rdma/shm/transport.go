@@ -33,7 +33,8 @@ const (
 // are built in.
 type binding struct {
 	r    rdma.Receiver
-	er   rdma.EagerReceiver // r, if it takes eager messages without a packet; else nil
+	er   rdma.EagerReceiver    // r, if it takes eager messages without a packet; else nil
+	run  rdma.EagerRunReceiver // r, if it takes runs of them too; else nil
 	pool *packet.Pool
 }
 
@@ -363,7 +364,8 @@ func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error 
 	}
 	t.pools.Add(pool)
 	er, _ := r.(rdma.EagerReceiver)
-	e.Store(&binding{r: r, er: er, pool: pool})
+	run, _ := r.(rdma.EagerRunReceiver)
+	e.Store(&binding{r: r, er: er, run: run, pool: pool})
 	t.self.setBound(a, true)
 	return nil
 }
@@ -619,15 +621,20 @@ func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
 			break
 		}
 		if typ == recPacket {
-			// With no packet ahead of it in the batch, an eager message
-			// may go straight into a posted receive: no packet, one copy.
-			if k > 0 || !t.direct(w, rec, n, word1) {
-				if !t.unpack(w, ir, k, rec, n, word1) {
-					full = false
-					break
+			// With no packet ahead of it in the batch, an eager message,
+			// and the ones after it with the same envelope, may go
+			// straight into posted receives: no packet, one copy.
+			if k == 0 {
+				if m := t.direct(w, ir, rec, n, word1, maxPerCall-handled); m > 0 {
+					handled += m
+					continue // direct moved head past the m records
 				}
-				k++
 			}
+			if !t.unpack(w, ir, k, rec, n, word1) {
+				full = false
+				break
+			}
+			k++
 		} else {
 			t.apply(ir, typ, n, word1, rec)
 		}
@@ -641,23 +648,41 @@ func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
 }
 
 // direct hands the packet record rec (n payload bytes, for address
-// word1) to its destination's ReceiveEager if it is an eager message and
-// the destination takes those, and reports whether it was taken. The
-// caller holds take: the record's bytes stay put during the call.
-func (t *Transport) direct(w int, rec []byte, n int, word1 uint32) bool {
+// word1; at ir.head) to its destination's ReceiveEagerRun or ReceiveEager
+// if it is an eager message and the destination takes those: with the
+// records after it that carry eager messages for the same destination with
+// the same envelope (up to max records in all), for a destination that
+// takes runs. It returns how many records were taken, and moves ir.head
+// past them. The caller holds take: the records' bytes stay put during
+// the call.
+func (t *Transport) direct(w int, ir *inRing, rec []byte, n int, word1 uint32, max int) int {
 	ctx, src, tag, from, _, ok := packet.PeekEager(rec[:headSize])
 	if !ok {
-		return false
+		return 0
 	}
 	e := t.entry(rdma.Addr(word1))
 	if e == nil {
-		return false
+		return 0
 	}
 	b := e.Load()
 	if b == nil || b.er == nil {
-		return false
+		return 0
 	}
-	return b.er.ReceiveEager(w, rdma.EagerHeader{From: rdma.Addr(from), Context: ctx, Source: src, Tag: tag}, rec[headSize:headSize+n])
+	h := rdma.EagerHeader{From: rdma.Addr(from), Context: ctx, Source: src, Tag: tag}
+	if b.run != nil && ir.head+uint64(len(rec)) != ir.tailCache { // more records seen
+		if run := ir.gather(rec, n, max); len(run) > 1 {
+			m := b.run.ReceiveEagerRun(w, h, run)
+			for _, d := range run[:m] {
+				ir.head += uint64(recordSize(len(d)))
+			}
+			return m
+		}
+	}
+	if !b.er.ReceiveEager(w, h, rec[headSize:headSize+n]) {
+		return 0
+	}
+	ir.head += uint64(len(rec))
+	return 1
 }
 
 // unpack builds the packet record rec (n payload bytes, for address
