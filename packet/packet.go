@@ -313,12 +313,8 @@ func PeekEager(b []byte) (ctx uint32, src, tag int32, from uint32, n int, ok boo
 
 // SameEager reports whether the wire headers a and b (as EncodeEager or
 // EncodeHeader wrote them) are both eager packets with the same context,
-// source, tag and sender; their lengths may differ. It is false when
-// either is shorter than HeaderWireSize.
-func SameEager(a, b []byte) bool {
-	if len(a) < HeaderWireSize || len(b) < HeaderWireSize {
-		return false
-	}
+// source, tag and sender; their lengths may differ.
+func SameEager(a, b *[HeaderWireSize]byte) bool {
 	le := binary.LittleEndian
 	return a[48] == byte(KindEager) && b[48] == byte(KindEager) &&
 		le.Uint64(a[0:]) == le.Uint64(b[0:]) && // context, source

@@ -398,6 +398,14 @@ func (ir *inRing) peekRing() (rec []byte, typ, n int, word1 uint32, ok, corrupt 
 	}
 }
 
+// mayContinue reports whether a record at pos is visible and looks like
+// an eager message with the envelope of the eager record head: gather's
+// first test, inlined, so that messages in a row with different envelopes
+// (one per fiber, say) do not pay for a call. The caller holds take.
+func (ir *inRing) mayContinue(pos uint64, head *[headSize]byte) bool {
+	return pos != ir.tailCache && packet.SameEager((*[headSize]byte)(ir.data[pos&ir.mask:]), head)
+}
+
 // gather returns the payloads of the eager packet record rec (n payload
 // bytes, at head) and of the records after it, up to max in all (at
 // least one) and batchSize, that carry eager messages for the same
@@ -413,7 +421,7 @@ func (ir *inRing) gather(rec []byte, n, max int) [][]byte {
 	for pos := ir.head + uint64(len(rec)); k < limit && pos != ir.tailCache; k++ {
 		off := pos & ir.mask
 		head := (*[headSize]byte)(ir.data[off:])
-		if head[offType] != recPacket || le.Uint32(head[offWord1:]) != le.Uint32(first[offWord1:]) || !packet.SameEager(head[:], first[:]) {
+		if head[offType] != recPacket || le.Uint32(head[offWord1:]) != le.Uint32(first[offWord1:]) || !packet.SameEager(head, first) {
 			break
 		}
 		m := uint64(le.Uint32(head[offPacketLen:]))

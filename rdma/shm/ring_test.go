@@ -123,7 +123,7 @@ func ringModel(t *testing.T, size int, ops []byte) (laps, multi uint64) {
 				// bytes after its record's start, which holds its head.
 				head := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(d)), -headSize)), headSize)
 				check(queue[i], d, le.Uint32(head[offWord1:]), head)
-				if !packet.SameEager(head, rec) || le.Uint32(head[offWord1:]) != word1 {
+				if !packet.SameEager((*[headSize]byte)(head), (*[headSize]byte)(rec)) || le.Uint32(head[offWord1:]) != word1 {
 					t.Fatalf("record %d, for %d, in a run of records for %d with another envelope or address", queue[i].id, le.Uint32(head[offWord1:]), word1)
 				}
 			}

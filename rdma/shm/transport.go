@@ -669,7 +669,7 @@ func (t *Transport) direct(w int, ir *inRing, rec []byte, n int, word1 uint32, m
 		return 0
 	}
 	h := rdma.EagerHeader{From: rdma.Addr(from), Context: ctx, Source: src, Tag: tag}
-	if b.run != nil && ir.head+uint64(len(rec)) != ir.tailCache { // more records seen
+	if b.run != nil && ir.mayContinue(ir.head+uint64(len(rec)), (*[headSize]byte)(rec)) {
 		if run := ir.gather(rec, n, max); len(run) > 1 {
 			m := b.run.ReceiveEagerRun(w, h, run)
 			for _, d := range run[:m] {
