@@ -414,25 +414,30 @@ func (ir *inRing) mayContinue(pos uint64, head *[headSize]byte) bool {
 // records peekRing has made visible, and leaves anything doubtful to it.
 // The caller holds take; the slices point into the ring.
 func (ir *inRing) gather(rec []byte, n, max int) [][]byte {
-	ir.run[0] = rec[headSize : headSize+n]
+	// The ring's fields in locals: the stores into ir.run would make the
+	// compiler load them again for every record.
+	data, mask, ringSize, tail := ir.data, ir.mask, ir.size, ir.tailCache
+	run := &ir.run
+	run[0] = rec[headSize : headSize+n]
 	first := (*[headSize]byte)(rec)
+	word1 := le.Uint32(first[offWord1:])
 	k := 1
-	limit := min(max, len(ir.run))
-	for pos := ir.head + uint64(len(rec)); k < limit && pos != ir.tailCache; k++ {
-		off := pos & ir.mask
-		head := (*[headSize]byte)(ir.data[off:])
-		if head[offType] != recPacket || le.Uint32(head[offWord1:]) != le.Uint32(first[offWord1:]) || !packet.SameEager(head, first) {
+	limit := min(max, len(run))
+	for pos := ir.head + uint64(len(rec)); k < limit && pos != tail; k++ {
+		off := pos & mask
+		head := (*[headSize]byte)(data[off:])
+		if head[offType] != recPacket || le.Uint32(head[offWord1:]) != word1 || !packet.SameEager(head, first) {
 			break
 		}
 		m := uint64(le.Uint32(head[offPacketLen:]))
 		size := uint64(recordSize(int(m)))
-		if m > ir.size || size > ir.size-off || pos+size > ir.tailCache {
+		if m > ringSize || size > ringSize-off || pos+size > tail {
 			break // peekRing reports it when it gets there
 		}
-		ir.run[k] = ir.data[off+headSize : off+headSize+m]
+		run[k] = data[off+headSize : off+headSize+m]
 		pos += size
 	}
-	return ir.run[:k]
+	return run[:k]
 }
 
 // peekQueue returns the next drained packet record, its payload length
