@@ -21,14 +21,8 @@ import (
 // a packet; SendEager reports false for what Send would refuse.
 // Transports that are not EagerSenders skip it.
 func testEager(t *testing.T, f Factory) {
-	e := newEnv(t, f, 2)
-	es, ok := e.hosts[1].(rdma.EagerSender)
-	if !ok {
-		t.Skipf("%s is not an rdma.EagerSender", e.hosts[1].Name())
-	}
-	r := &eagerSink{e: e}
-	e.bind(0, r)
-	e.bind(1, newSink(e, 1, true))
+	var r *eagerSink
+	e, es := eagerEnv(t, f, func(e *env) rdma.Receiver { r = &eagerSink{e: e}; return r })
 
 	n := scale(2000)
 	for seq := range n {
@@ -56,6 +50,21 @@ func testEager(t *testing.T, f Factory) {
 		t.Error("SendEager of a message longer than a packet reported true")
 	}
 	e.checkPool("after the traffic")
+}
+
+// eagerEnv is the setting of the eager tests: two addresses, the Receiver
+// that receiver makes bound at 0 and a sink at 1, and host 1 as an
+// rdma.EagerSender. Transports that are not EagerSenders skip.
+func eagerEnv(t *testing.T, f Factory, receiver func(*env) rdma.Receiver) (*env, rdma.EagerSender) {
+	t.Helper()
+	e := newEnv(t, f, 2)
+	es, ok := e.hosts[1].(rdma.EagerSender)
+	if !ok {
+		t.Skipf("%s is not an rdma.EagerSender", e.hosts[1].Name())
+	}
+	e.bind(0, receiver(e))
+	e.bind(1, newSink(e, 1, true))
+	return e, es
 }
 
 // sendEagerPacket sends message seq, h and data, from address 1 to

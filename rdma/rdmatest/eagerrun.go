@@ -18,17 +18,10 @@ import (
 // that are not EagerSenders skip it; those that never offer runs pass it
 // as testEager.
 func testEagerRuns(t *testing.T, f Factory) {
-	e := newEnv(t, f, 2)
-	es, ok := e.hosts[1].(rdma.EagerSender)
-	if !ok {
-		t.Skipf("%s is not an rdma.EagerSender", e.hosts[1].Name())
-	}
-	r := &runSink{e: e}
-	e.bind(0, r)
-	e.bind(1, newSink(e, 1, true))
-
 	n := scale(3000)
 	groups := runGroups(n)
+	var r *runSink
+	e, es := eagerEnv(t, f, func(e *env) rdma.Receiver { r = &runSink{e: e, groups: groups}; return r })
 	for seq := range n {
 		h, data := runMessage(groups, seq)
 		// Every seventh message goes as a packet: its record sits in the
@@ -81,8 +74,8 @@ func runMessage(groups []uint32, seq int) (rdma.EagerHeader, []byte) {
 type runSink struct {
 	e      *env
 	mu     sync.Mutex
-	next   uint32 // the number of the message expected next
-	groups []uint32
+	next   uint32   // the number of the message expected next
+	groups []uint32 // runGroups of the messages sent
 
 	runs, longest, fromRuns, direct int
 }
@@ -142,8 +135,9 @@ func (s *runSink) take(h rdma.EagerHeader, data []byte, via string) {
 		s.e.failf("%s got message %d, want %d", via, seq, s.next)
 		return
 	}
-	if s.groups == nil {
-		s.groups = runGroups(scale(3000))
+	if int(seq) >= len(s.groups) {
+		s.e.failf("%s got message %d of %d", via, seq, len(s.groups))
+		return
 	}
 	wh, wdata := runMessage(s.groups, int(seq))
 	if h != wh || string(data) != string(wdata) {
