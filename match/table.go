@@ -101,8 +101,8 @@ func (t *Table[M, R]) TryArrive(k Key) (r *R, ok bool, err error) {
 // no receive and the caller queues them as before. While a wildcard
 // receive is posted it matches the first message alone, as TryArrive
 // (n is 0 or 1): the caller then goes message by message, so that each
-// sees the wildcards in order. The error is
-// ErrWildcardKey if k holds a wildcard.
+// sees the wildcards in order. The error is ErrWildcardKey if k holds a
+// wildcard.
 func (t *Table[M, R]) TryArriveRun(k Key, rs []*R) (n int, err error) {
 	if k.IsWildcard() {
 		return 0, ErrWildcardKey

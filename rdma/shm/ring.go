@@ -407,13 +407,13 @@ func (ir *inRing) mayContinue(pos uint64, head *[headSize]byte) bool {
 }
 
 // gather returns the payloads of the eager packet record rec (n payload
-// bytes, at head) and of the records after it, up to max in all (at
+// bytes, at head) and of the records after it, up to most in all (at
 // least one) and batchSize, that carry eager messages for the same
 // address with the same envelope (packet.SameEager). It stops at any
 // other record, at a skip, and at the last tail seen: it reads only
 // records peekRing has made visible, and leaves anything doubtful to it.
 // The caller holds take; the slices point into the ring.
-func (ir *inRing) gather(rec []byte, n, max int) [][]byte {
+func (ir *inRing) gather(rec []byte, n, most int) [][]byte {
 	// The ring's fields in locals: the stores into ir.run would make the
 	// compiler load them again for every record.
 	data, mask, ringSize, tail := ir.data, ir.mask, ir.size, ir.tailCache
@@ -422,7 +422,7 @@ func (ir *inRing) gather(rec []byte, n, max int) [][]byte {
 	first := (*[headSize]byte)(rec)
 	word1 := le.Uint32(first[offWord1:])
 	k := 1
-	limit := min(max, len(run))
+	limit := min(most, len(run))
 	for pos := ir.head + uint64(len(rec)); k < limit && pos != tail; k++ {
 		off := pos & mask
 		head := (*[headSize]byte)(data[off:])

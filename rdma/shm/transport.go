@@ -651,11 +651,11 @@ func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
 // word1; at ir.head) to its destination's ReceiveEagerRun or ReceiveEager
 // if it is an eager message and the destination takes those: with the
 // records after it that carry eager messages for the same destination with
-// the same envelope (up to max records in all), for a destination that
+// the same envelope (up to most records in all), for a destination that
 // takes runs. It returns how many records were taken, and moves ir.head
 // past them. The caller holds take: the records' bytes stay put during
 // the call.
-func (t *Transport) direct(w int, ir *inRing, rec []byte, n int, word1 uint32, max int) int {
+func (t *Transport) direct(w int, ir *inRing, rec []byte, n int, word1 uint32, most int) int {
 	ctx, src, tag, from, _, ok := packet.PeekEager(rec[:headSize])
 	if !ok {
 		return 0
@@ -670,7 +670,7 @@ func (t *Transport) direct(w int, ir *inRing, rec []byte, n int, word1 uint32, m
 	}
 	h := rdma.EagerHeader{From: rdma.Addr(from), Context: ctx, Source: src, Tag: tag}
 	if b.run != nil && ir.mayContinue(ir.head+uint64(len(rec)), (*[headSize]byte)(rec)) {
-		if run := ir.gather(rec, n, max); len(run) > 1 {
+		if run := ir.gather(rec, n, most); len(run) > 1 {
 			m := b.run.ReceiveEagerRun(w, h, run)
 			for _, d := range run[:m] {
 				ir.head += uint64(recordSize(len(d)))
