@@ -254,8 +254,9 @@ func eagerKey(ctx uint32, src, tag int32) match.Key {
 
 // fillDirect completes receive r, matched to an eager message from src
 // with tag whose bytes are data, by copying them into its buffer. The
-// rare cases are out of line, so that fillDirect stays small where it is
-// inlined (into every eager arrival's path).
+// rare cases are out of line, so that the profile-guided build of a
+// program (fmpi-osu's default.pgo) can inline fillDirect into the path of
+// every eager arrival.
 func (c *core) fillDirect(r *Request, src, tag int32, data []byte) {
 	r.status.Source, r.status.Tag = src, tag
 	if r.kind == reqHold { // Mprobe's (mprobe.go)
