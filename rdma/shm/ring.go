@@ -406,24 +406,21 @@ func (ir *inRing) mayContinue(pos uint64, head *[headSize]byte) bool {
 	return pos != ir.tailCache && packet.SameEager((*[headSize]byte)(ir.data[pos&ir.mask:]), head)
 }
 
-// gather returns the payloads of the eager packet record rec (n payload
-// bytes, at head) and of the records after it, up to most in all (at
-// least one) and batchSize, that carry eager messages for the same
-// address with the same envelope (packet.SameEager). It stops at any
-// other record, at a skip, and at the last tail seen: it reads only
-// records peekRing has made visible, and leaves anything doubtful to it.
-// The caller holds take; the slices point into the ring.
-func (ir *inRing) gather(rec []byte, n, most int) [][]byte {
+// gather returns the payloads of the records from head on, up to most
+// and batchSize, that carry eager messages for the address of the eager
+// record whose head is first, with its envelope (packet.SameEager). It
+// stops at any other record, at a skip, and at the last tail seen: it
+// reads only records peekRing has made visible, and leaves anything
+// doubtful to it. The caller holds take; the slices point into the ring.
+func (ir *inRing) gather(first *[headSize]byte, most int) [][]byte {
 	// The ring's fields in locals: the stores into ir.run would make the
 	// compiler load them again for every record.
 	data, mask, ringSize, tail := ir.data, ir.mask, ir.size, ir.tailCache
 	run := &ir.run
-	run[0] = rec[headSize : headSize+n]
-	first := (*[headSize]byte)(rec)
 	word1 := le.Uint32(first[offWord1:])
-	k := 1
+	k := 0
 	limit := min(most, len(run))
-	for pos := ir.head + uint64(len(rec)); k < limit && pos != tail; k++ {
+	for pos := ir.head; k < limit && pos != tail; k++ {
 		off := pos & mask
 		head := (*[headSize]byte)(data[off:])
 		if head[offType] != recPacket || le.Uint32(head[offWord1:]) != word1 || !packet.SameEager(head, first) {

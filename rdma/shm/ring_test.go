@@ -106,15 +106,16 @@ func ringModel(t *testing.T, size int, ops []byte) (laps, multi uint64) {
 			if typ != recPacket {
 				t.Fatalf("record type %d, want a packet", typ)
 			}
-			if !runs {
-				check(queue[0], rec[headSize:headSize+n], word1, rec)
-				queue = queue[1:]
-				rp.ir.head += uint64(len(rec))
-				handled++
+			check(queue[0], rec[headSize:headSize+n], word1, rec)
+			queue = queue[1:]
+			rp.ir.head += uint64(len(rec))
+			handled++
+			if !runs || handled == max || !rp.ir.mayContinue(rp.ir.head, (*[headSize]byte)(rec)) {
 				continue
 			}
-			// As direct: gather the run, take a part of it.
-			run := rp.ir.gather(rec, n, max-handled)
+			// As direct after a first message taken: gather the run
+			// behind it, take a part of it.
+			run := rp.ir.gather((*[headSize]byte)(rec), max-handled)
 			if len(run) > len(queue) {
 				t.Fatalf("a run of %d records with %d sent", len(run), len(queue))
 			}
@@ -130,7 +131,7 @@ func ringModel(t *testing.T, size int, ops []byte) (laps, multi uint64) {
 			if len(run) > 1 {
 				multi++
 			}
-			k := 1 + int(queue[0].id)%len(run)
+			k := int(queue[0].id) % (len(run) + 1)
 			for _, d := range run[:k] {
 				rp.ir.head += uint64(recordSize(len(d)))
 			}

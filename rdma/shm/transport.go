@@ -648,13 +648,17 @@ func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
 }
 
 // direct hands the packet record rec (n payload bytes, for address
-// word1; at ir.head) to its destination's ReceiveEagerRun or ReceiveEager
-// if it is an eager message and the destination takes those: with the
-// records after it that carry eager messages for the same destination with
-// the same envelope (up to most records in all), for a destination that
-// takes runs. It returns how many records were taken, and moves ir.head
-// past them. The caller holds take: the records' bytes stay put during
-// the call.
+// word1; at ir.head) to its destination's ReceiveEager if it is an eager
+// message and the destination takes those; if it took it, and the
+// destination takes runs (rdma.EagerRunReceiver), it offers the records
+// after it that carry eager messages for the same destination with the
+// same envelope (up to most records in all) to ReceiveEagerRun. It
+// returns how many records were taken, and moves ir.head past them. The
+// caller holds take: the records' bytes stay put during the call.
+//
+// The first message alone goes first: a run is gathered only behind a
+// message that found its receive posted, so that a stream of unexpected
+// messages does not pay for reading records it will build packets of.
 func (t *Transport) direct(w int, ir *inRing, rec []byte, n int, word1 uint32, most int) int {
 	ctx, src, tag, from, _, ok := packet.PeekEager(rec[:headSize])
 	if !ok {
@@ -669,20 +673,22 @@ func (t *Transport) direct(w int, ir *inRing, rec []byte, n int, word1 uint32, m
 		return 0
 	}
 	h := rdma.EagerHeader{From: rdma.Addr(from), Context: ctx, Source: src, Tag: tag}
-	if b.run != nil && ir.mayContinue(ir.head+uint64(len(rec)), (*[headSize]byte)(rec)) {
-		if run := ir.gather(rec, n, most); len(run) > 1 {
-			m := b.run.ReceiveEagerRun(w, h, run)
-			for _, d := range run[:m] {
-				ir.head += uint64(recordSize(len(d)))
-			}
-			return m
-		}
-	}
 	if !b.er.ReceiveEager(w, h, rec[headSize:headSize+n]) {
 		return 0
 	}
 	ir.head += uint64(len(rec))
-	return 1
+	if b.run == nil || most < 2 || !ir.mayContinue(ir.head, (*[headSize]byte)(rec)) {
+		return 1
+	}
+	run := ir.gather((*[headSize]byte)(rec), most-1)
+	if len(run) == 0 {
+		return 1
+	}
+	m := b.run.ReceiveEagerRun(w, h, run)
+	for _, d := range run[:m] {
+		ir.head += uint64(recordSize(len(d)))
+	}
+	return 1 + m
 }
 
 // unpack builds the packet record rec (n payload bytes, for address
