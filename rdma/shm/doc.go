@@ -84,9 +84,10 @@
 //
 // Records in a row that carry eager messages for one destination with one
 // envelope (a window of sends to one rank and tag) go together to a
-// destination that takes runs (rdma.EagerRunReceiver): the endpoint
-// matches up to a batch of them under one lock of its table. A run ends
-// at any other record, a skip or the last tail seen. In osu_mbw_mr's
+// destination that takes runs (rdma.EagerRunReceiver), once the first of
+// them has found its receive: the endpoint matches up to a batch of them
+// under one lock of its table. A run ends at any other record, a skip or
+// the last tail seen. In osu_mbw_mr's
 // pattern this took the receiver's instructions from about 1 020 to 800 a
 // message (BENCHMARKS.md, issue 12, session 27).
 //
