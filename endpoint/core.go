@@ -176,6 +176,10 @@ func (c *core) Receive(w int, pk *packet.Packet) {
 // into the receive's buffer; it reports false, changing nothing, when none
 // is posted (the transport then delivers a packet to Receive) or while the
 // endpoint is traced (Receive traces the arrival).
+//
+// It writes out deliverDirect's three steps instead of calling it: calling
+// it measured 422 instructions an arrival against 382 without the profile,
+// and 366 against 336 with it (callgrind, latency_mt -t 4, session 27).
 func (c *core) ReceiveEager(w int, h rdma.EagerHeader, data []byte) bool {
 	if c.tr != nil {
 		return false
