@@ -22,8 +22,8 @@ func TestPutPace(t *testing.T) {
 	if p.choose(paceMin, at(paceFirst/2)) {
 		t.Fatal("a Put before the first probe went by attach")
 	}
-	// The first probe: paceProbePuts Puts by attach, its first measure
-	// dropped.
+	// The first probe: paceProbePuts Puts by attach, its first
+	// paceProbeCold measures dropped.
 	for i := range paceProbePuts {
 		if !p.choose(paceMin, at(paceFirst)) {
 			t.Fatalf("probe Put %d did not go by attach", i)
@@ -33,9 +33,11 @@ func TestPutPace(t *testing.T) {
 		t.Fatal("the probe went on past paceProbePuts Puts")
 	}
 	p.record(false, 1<<20, 52*time.Microsecond) // a ring Put ending meanwhile: kept
-	p.record(true, 1<<20, time.Millisecond)     // the probe's first: dropped
+	for range paceProbeCold {
+		p.record(true, 1<<20, time.Millisecond) // the probe's first: dropped
+	}
 	if p.attach != 0 || p.ring == 0 {
-		t.Fatalf("after a ring Put and a probe's first Put: ring %v, attach %v; want the ring's kept, the probe's dropped", p.ring, p.attach)
+		t.Fatalf("after a ring Put and a probe's first %d Puts: ring %v, attach %v; want the ring's kept, the probe's dropped", paceProbeCold, p.ring, p.attach)
 	}
 	p.record(true, 1<<20, 131*time.Microsecond) // 8 GB/s
 	p.record(false, 1<<20, 52*time.Microsecond) // 20 GB/s
@@ -68,6 +70,29 @@ func TestPutPace(t *testing.T) {
 	q.record(false, 1000, 10*time.Microsecond) // 0.1 B/ns
 	if q.ring > 0.35 {
 		t.Fatalf("ring average %.3f B/ns after a Put at a tenth of 1 B/ns; want the time per byte averaged", q.ring)
+	}
+}
+
+// TestReadTook: a readTook word gives its service time back to its own
+// read only, whatever the read's number, and clamps what it cannot hold.
+func TestReadTook(t *testing.T) {
+	for _, seq := range []uint64{1, 7, 8, 1<<readSeqBits - 1, 1 << readSeqBits, 1<<readSeqBits + 5, 1<<40 + 3} {
+		w := packTook(seq, 1234*time.Nanosecond)
+		if d, ok := tookOf(w, seq); !ok || d != 1234 {
+			t.Errorf("read %d: tookOf gave %v, %v; want 1.234µs, true", seq, d, ok)
+		}
+		if _, ok := tookOf(w, seq+readSlots); ok {
+			t.Errorf("read %d's word taken for read %d's", seq, seq+readSlots)
+		}
+	}
+	if d, ok := tookOf(packTook(3, -time.Second), 3); !ok || d != 0 {
+		t.Errorf("a negative time gave %v, %v; want 0, true", d, ok)
+	}
+	if d, ok := tookOf(packTook(3, time.Hour), 3); !ok || d != 1<<readTookBits-1 {
+		t.Errorf("an hour gave %v, %v; want %v, true", d, ok, time.Duration(1<<readTookBits-1))
+	}
+	if _, ok := tookOf(0, 1); ok {
+		t.Error("a slot never written taken for read 1's")
 	}
 }
 

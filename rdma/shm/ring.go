@@ -326,7 +326,9 @@ type inRing struct {
 	holdingTake bool
 	// Under take: the payloads of a run of eager records (gather).
 	run [batchSize][]byte
-	_   cpu.CacheLinePad
+	// Under take: when this ring's last split read ended (monoNow).
+	readEnd int64
+	_       cpu.CacheLinePad
 
 	// Read-only after New.
 	ctl  *ringCtl

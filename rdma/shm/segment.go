@@ -31,7 +31,7 @@ import (
 // after it, and write only the rings they produce into (records and tail).
 const (
 	segMagic   = 0x3168_6d73_6970_6d66 // "fmpishm1", little-endian
-	segVersion = 3                     // 3: a recRead record carries its publication stamp
+	segVersion = 4                     // 4: ringCtl.readTook, a service time per read
 	pageSize   = 4096
 	// ringTableOff is where the table of ring senders starts.
 	ringTableOff = 1024
@@ -94,8 +94,14 @@ type ringCtl struct {
 	// failed, and never cleared: the producer then writes the rest of
 	// every split Put it sees end itself, and splits no more.
 	readFailed atomic.Uint32
-	// readNanos is how long the last read took (Stored before reads).
-	readNanos atomic.Uint64
+	// readTook holds, for the read of recRead record seq (counted from 1
+	// as reads counts them), at readTook[seq%readSlots], the owner's
+	// service time of that read (split.go, read): seq's low readSeqBits
+	// bits above readTookBits bits of nanoseconds. Stored by the consumer
+	// before it counts the read in reads; Loaded by the producer once
+	// reads has reached seq. A slot overwritten meanwhile by a later
+	// read holds another seq, and that Put goes unmeasured.
+	readTook [readSlots]atomic.Uint64
 	// bulk counts the producer's Puts of at least paceMin towards the
 	// consumer: Added by the producer as each starts, Loaded by the
 	// consumer around its own Puts towards the producer (split.go,

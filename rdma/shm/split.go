@@ -31,7 +31,8 @@ import (
 //   - writes the first part itself, then returns pending;
 //   - the owner's Progress, taking the record in ring order, reads the
 //     second part into its registration and counts it in the ring's
-//     ringCtl.reads (a read that fails sets ringCtl.readFailed first);
+//     ringCtl.reads (a read that fails sets ringCtl.readFailed first),
+//     with its time in ringCtl.readTook for the sender's pace;
 //   - the sender's Progress ends the Put (PutDone) once its own part is
 //     written and reads has reached the record's number.
 //
@@ -238,11 +239,14 @@ func (t *Transport) endSplits(w int, o *outRing) int {
 			err = o.vm(unix.ProcessVMWritev, p.src[p.at:], p.r.Addr+p.off+uint64(p.at))
 		default:
 			// The two copies ran at once: the slower one is the Put's
-			// time, the owner's counted from the record's publication,
-			// so that its time to notice the record counts (read). (From
-			// the start to the end seen here would count the sender's
-			// work between its Progress calls too.)
-			o.recordPut(true, len(p.src), max(p.wrote, time.Duration(o.ctl.readNanos.Load())))
+			// time, the owner's its service time (read), so that its
+			// time to notice the record counts. (From the start to the
+			// end seen here would count the sender's work between its
+			// Progress calls too.) A Put whose slot a later read took
+			// over goes unmeasured.
+			if took, ok := tookOf(o.ctl.readTook[p.seq%readSlots].Load(), p.seq); ok {
+				o.recordPut(true, len(p.src), max(p.wrote, took))
+			}
 		}
 		p.pin.Unpin()
 		p.done.PutDone(w, err)
@@ -253,13 +257,19 @@ func (t *Transport) endSplits(w int, o *outRing) int {
 // read carries out a recRead record from ir's producer: it reads n bytes
 // at src in the producer's memory into this process's registration r at
 // off, then counts the read in the ring (a failed one after setting
-// readFailed), with how long it took from stamp, the producer's monoNow
-// when it published the record (at least the read's own time, whatever
-// the two processes' clock offsets; the read's own time alone where
-// either process could not read CLOCK_MONOTONIC). A registration withdrawn meanwhile
-// takes nothing, as for recPut; a record its sender cancelled, nothing at
-// all. The caller holds ir's take.
+// readFailed), with its service time in ringCtl.readTook: from stamp, the
+// producer's monoNow when it published the record, or from the end of
+// this ring's previous read if that came later, to the read's end. So the
+// owner's delay in noticing the record counts, and the reads of the
+// records queued before it do not: in a window of split Puts, one stall
+// of the owner's counts once, not once for every record it held up. It
+// is at least the read's own time, whatever the two processes' clock
+// offsets, and that alone where either process could not read
+// CLOCK_MONOTONIC. A registration withdrawn meanwhile takes nothing, as
+// for recPut; a record its sender cancelled, nothing at all. The caller
+// holds ir's take.
 func (t *Transport) read(ir *inRing, rec []byte, r rdma.Region, off, n, src uint64, stamp int64) {
+	seq := ir.ctl.reads.Load() + 1 // this record's number: only the consumer counts
 	defer ir.ctl.reads.Add(1)
 	if !recState(rec).CompareAndSwap(readWaiting, readTaken) {
 		return
@@ -272,14 +282,38 @@ func (t *Transport) read(ir *inRing, rec []byte, r rdma.Region, off, n, src uint
 			ok = o.vm(unix.ProcessVMReadv, dst, src) == nil
 			took := time.Since(began)
 			if now := monoNow(); stamp != 0 && now != 0 {
-				took = max(took, time.Duration(now-stamp))
+				took = max(took, time.Duration(now-max(stamp, ir.readEnd)))
+				ir.readEnd = now
 			}
-			ir.ctl.readNanos.Store(uint64(took))
+			ir.ctl.readTook[seq%readSlots].Store(packTook(seq, took))
 		})
 	}
 	if !ok {
 		ir.ctl.readFailed.Store(1)
 	}
+}
+
+// The layout of ringCtl.readTook: readSlots words, each a read's number
+// (its low readSeqBits bits) above its service time in nanoseconds
+// (readTookBits bits, up to 18 minutes).
+const (
+	readSlots    = 8
+	readTookBits = 40
+	readSeqBits  = 64 - readTookBits
+)
+
+// packTook is the readTook word of read seq, whose service time was d.
+func packTook(seq uint64, d time.Duration) uint64 {
+	return seq<<readTookBits | min(uint64(max(d, 0)), 1<<readTookBits-1)
+}
+
+// tookOf returns the service time in the readTook word w, if w is read
+// seq's.
+func tookOf(w, seq uint64) (time.Duration, bool) {
+	if w>>readTookBits != seq&(1<<readSeqBits-1) {
+		return 0, false
+	}
+	return time.Duration(w & (1<<readTookBits - 1)), true
 }
 
 // stampSize is the data of a recRead record: the producer's monoNow when

@@ -840,6 +840,43 @@ func TestSplitPutCountsOwnersDelay(t *testing.T) {
 	}
 }
 
+// TestSplitPutQueuedReadsCountOnce: split Puts published back to back
+// while their owner does not run are read one after another once it does.
+// Each read's time counts from the later of its record's publication and
+// the previous read's end (a service time), so the owner's delay counts
+// for the first Put only, not again for every Put queued behind it; and
+// each Put is measured with its own read's time.
+func TestSplitPutQueuedReadsCountOnce(t *testing.T) {
+	const part, puts = 256 << 10, 3
+	j, _, regs := attachPair(t, puts*part)
+	src, r := make([]byte, part), regs[1]
+	j.trs[0].SetSplitWait(time.Hour) // never cancelled
+	j.trs[0].PreferAttach(1)         // attach average 2 bytes/ns
+	calls := &putCalls{}
+	for i := range puts {
+		pending, err := j.trs[0].StartPut(1, r, uint64(i*part), src, putLog{i, calls})
+		if err != nil || !pending {
+			t.Fatalf("StartPut %d: pending %v, %v; want a split Put", i, pending, err)
+		}
+	}
+	const delay = 20 * time.Millisecond
+	time.Sleep(delay) // the owner does not look at its ring meanwhile
+	for i := 0; len(calls.get()) < puts; i++ {
+		if i == 1e6 {
+			t.Fatalf("the split Puts never ended: %s", j.trs[0].RingsString())
+		}
+		j.trs[1].Progress(0)
+		j.trs[0].Progress(0)
+	}
+	// In time per byte, weighed 1/4 each: the first Put's 20 ms over 256
+	// KiB takes the average from 2 to at most 0.05 bytes/ns, and the two
+	// reads of microseconds after it bring it back above 0.08. Counting
+	// the delay for all three would leave it under 0.025.
+	if a := j.trs[0].PaceAttach(1); a < 0.07 || a > 0.1 {
+		t.Errorf("attach average %.3f bytes/ns after %d split Puts whose owner waited %v once; want 0.07–0.1 (the delay counted once)", a, puts, delay)
+	}
+}
+
 // TestPacedPutSplits: a large Put that pace sends the attach way is split
 // (split.go): StartPut writes the first half and leaves the second to the
 // owner, whose Progress reads it; the sender's Progress ends the Put only
