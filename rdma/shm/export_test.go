@@ -40,6 +40,14 @@ func (t *Transport) PaceAttach(proc int) float64 {
 	return o.pace.attach
 }
 
+// SplitReadTook returns the owner's service time of t's split read
+// number seq towards proc, as the owner left it in the ring (readTook),
+// and whether its slot still holds it.
+func (t *Transport) SplitReadTook(proc int, seq uint64) (time.Duration, bool) {
+	o := t.out[proc]
+	return tookOf(o.ctl.readTook[seq%readSlots].Load(), seq)
+}
+
 // RefuseAttach makes t behave as if the kernel refused it cross-memory
 // attach to process proc (a split Put's read from it fails).
 func (t *Transport) RefuseAttach(proc int) {

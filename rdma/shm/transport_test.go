@@ -868,12 +868,23 @@ func TestSplitPutQueuedReadsCountOnce(t *testing.T) {
 		j.trs[1].Progress(0)
 		j.trs[0].Progress(0)
 	}
-	// In time per byte, weighed 1/4 each: the first Put's 20 ms over 256
-	// KiB takes the average from 2 to at most 0.05 bytes/ns, and the two
-	// reads of microseconds after it bring it back above 0.08. Counting
-	// the delay for all three would leave it under 0.025.
-	if a := j.trs[0].PaceAttach(1); a < 0.07 || a > 0.1 {
-		t.Errorf("attach average %.3f bytes/ns after %d split Puts whose owner waited %v once; want 0.07–0.1 (the delay counted once)", a, puts, delay)
+	// The first read counts the delay; the others, read right after it,
+	// do not (timed from their publication, each would count it again).
+	var took [puts]time.Duration
+	for i := range puts {
+		d, ok := j.trs[0].SplitReadTook(1, uint64(i+1))
+		if !ok {
+			t.Fatalf("read %d: its slot holds another read's time", i+1)
+		}
+		took[i] = d
+	}
+	if took[0] < delay {
+		t.Errorf("read times %v: the first is under the owner's delay of %v", took, delay)
+	}
+	for i := 1; i < puts; i++ {
+		if took[i] > took[0]/2 {
+			t.Errorf("read times %v: read %d, queued behind the first, counts the owner's delay again", took, i+1)
+		}
 	}
 }
 
