@@ -32,6 +32,16 @@ func (t *Transport) PreferAttach(proc int) {
 	o.mu.unlock()
 }
 
+// PreferRings makes t's large Puts towards process proc go through the
+// rings, as if measured faster than attach, with the next probe an hour
+// away.
+func (t *Transport) PreferRings(proc int) {
+	o := t.out[proc]
+	o.mu.lock()
+	o.pace = putPace{ring: 2, attach: 1, probed: time.Now().Add(time.Hour)}
+	o.mu.unlock()
+}
+
 // PaceAttach returns the attach average of t's pace towards proc, in
 // bytes per nanosecond.
 func (t *Transport) PaceAttach(proc int) float64 {

@@ -206,10 +206,12 @@ func (t *Transport) Put(owner rdma.Addr, r rdma.Region, off uint64, src []byte) 
 		return t.local(r, off, len(src), func(dst []byte) { copy(dst, src) })
 	case !o.ringPut:
 		return o.vm(unix.ProcessVMWritev, src, r.Addr+off)
-	case o.chooseAttach(len(src)):
-		return o.attachPut(r, off, src)
 	}
-	return t.putCopy(o, r, off, src)
+	attach, measure := o.chooseAttach(len(src))
+	if attach {
+		return o.attachPut(r, off, src, measure)
+	}
+	return t.putCopy(o, r, off, src, measure)
 }
 
 // Get copies from the region r that owner registered, at off, into dst:
@@ -286,13 +288,22 @@ func (w *waiter) wait() error {
 
 // putCopy writes src as recPut records into o's ring; where the kernel
 // allows cross-memory attach (Config.RingPuts), a ring that stays full for
-// attachAfter makes it write the rest that way.
-func (t *Transport) putCopy(o *outRing, r rdma.Region, off uint64, src []byte) error {
+// attachAfter makes it write the rest that way. It measures the Put if
+// measure (pace).
+func (t *Transport) putCopy(o *outRing, r rdma.Region, off uint64, src []byte, measure bool) error {
 	w := waiter{t: t, o: o}
 	var stalled, began time.Time
-	if total := len(src); o.paced(total) {
+	if total := len(src); measure && o.paced(total) {
 		began = time.Now()
 		defer func() { o.recordPut(false, total, time.Since(began)) }()
+	}
+	if len(src) >= paceMin {
+		seen := o.back.ctl.bulk.Load()
+		defer func() {
+			o.mu.lock()
+			o.overlapped(seen, time.Now())
+			o.mu.unlock()
+		}()
 	}
 	for len(src) > 0 {
 		o.mu.lock()
@@ -353,6 +364,11 @@ type startedPut struct {
 	// stalled is when a push first found the ring full since it last
 	// wrote (zero: it has not); see attachAfter.
 	stalled time.Time
+	// seen is the owner's count of large Puts when this one began
+	// (ringCtl.bulk), if it is large (paceMin): its end notes whether
+	// the owner started one meanwhile (outRing.overlapped).
+	seen  uint64
+	large bool
 }
 
 // attachAfter is how long a Put through the rings (Config.RingPuts) waits
@@ -398,10 +414,12 @@ func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []b
 		return false, t.Put(owner, r, off, src)
 	}
 	o.bulk(len(src))
-	if o.chooseAttach(len(src)) {
-		return t.startSplit(o, r, off, src, done)
+	attach, measure := o.chooseAttach(len(src))
+	if attach {
+		return t.startSplit(o, r, off, src, done, measure)
 	}
-	total, measure := len(src), o.paced(len(src))
+	total, measure := len(src), measure && o.paced(len(src))
+	large, seen := len(src) >= paceMin, o.back.ctl.bulk.Load()
 	var began time.Time
 	// One chunk per turn of the lock, as in putCopy: senders of small
 	// packets to the same process wait for one chunk's copy at most.
@@ -419,7 +437,7 @@ func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []b
 			n = o.putChunk(r, off, src)
 		}
 		if n == 0 {
-			p := startedPut{r: r, off: off, src: src, done: done}
+			p := startedPut{r: r, off: off, src: src, done: done, seen: seen, large: large}
 			if measure {
 				p.total, p.began = total, began
 			}
@@ -431,6 +449,11 @@ func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []b
 		o.mu.unlock()
 		o.wake() // the owner may copy this chunk out while the next goes in
 		src, off = src[n:], off+uint64(n)
+	}
+	if large {
+		o.mu.lock()
+		o.overlapped(seen, time.Now())
+		o.mu.unlock()
 	}
 	if measure {
 		o.recordPut(false, total, time.Since(began))
@@ -474,6 +497,9 @@ func (t *Transport) pushPuts(w int) int {
 			if end.done != nil {
 				o.puts = slices.Delete(o.puts, 0, 1)
 				t.putting.Add(-1)
+				if end.large {
+					o.overlapped(end.seen, time.Now())
+				}
 			}
 			o.mu.unlock()
 			if n > 0 {

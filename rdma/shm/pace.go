@@ -43,40 +43,43 @@ type putPace struct {
 	ring, attach float64   // bytes per nanosecond, moving averages; 0 until measured
 	probed       time.Time // when the last probe began, or the first Put
 	probeLeft    int       // Puts the probe still sends its way
-	cold         int       // the probe's measurements still to drop
 	probeAttach  bool      // the probe's way
 }
 
 // choose reports whether a Put of n bytes starting at now goes by
-// cross-memory attach. Below paceMin it never does (the system call costs
-// more than the rings' pipeline saves); above it the faster way does,
-// the rings until both are measured. Once per paceProbe, the first time
-// paceFirst after the first Put, the next paceProbePuts Puts go the
-// other way: a probe. Its first paceProbeCold Puts are not measured: they
-// pay for the switch (the destination's cache lines moving to the other
-// copier, and a split's record waiting behind the chunks still in the
-// ring). Split Puts after the rings measured 5.2, 7.4, 9.4 and 15.3 GB/s,
-// then about 26 from the fifth on, against the rings' 10.8 (session 28):
-// with one Put dropped, the probes kept the rings, and bw at 1 MiB went
-// the slower way in a third of the runs.
-func (p *putPace) choose(n int, now time.Time) bool {
+// cross-memory attach, and whether it is to be measured (record). Below
+// paceMin it never goes by attach (the system call costs more than the
+// rings' pipeline saves); above it the faster way does, the rings until
+// both are measured. Once per paceProbe, the first time paceFirst after
+// the first Put, the next paceProbePuts Puts go the other way: a probe.
+// Its first paceProbeCold Puts are not measured: they pay for the switch
+// (the destination's cache lines moving to the other copier, and a
+// split's record waiting behind the chunks still in the ring). Split Puts
+// after the rings measured 5.2, 7.4, 9.4 and 15.3 GB/s, then about 26
+// from the fifth on, against the rings' 10.8 (session 28): with one Put
+// unmeasured, the probes kept the rings, and bw at 1 MiB went the slower
+// way in a third of the runs. The Puts, not their measurements, are
+// counted: in bibw, where Puts end in another order and a split Put whose
+// owner is busy may end unmeasured, dropping the first three
+// measurements left attach unmeasured for whole runs.
+func (p *putPace) choose(n int, now time.Time) (attach, measure bool) {
 	if n < paceMin {
-		return false
+		return false, false
 	}
 	if p.probed.IsZero() {
 		p.probed = now.Add(paceFirst - paceProbe) // the first probe comes sooner
-		return false
+		return false, true
 	}
 	if p.probeLeft > 0 {
 		p.probeLeft--
-		return p.probeAttach
+		return p.probeAttach, paceProbePuts-1-p.probeLeft >= paceProbeCold
 	}
-	attach := p.ring > 0 && p.attach > p.ring
+	attach = p.ring > 0 && p.attach > p.ring
 	if now.Sub(p.probed) >= paceProbe {
-		p.probed, p.probeLeft, p.cold, p.probeAttach = now, paceProbePuts-1, paceProbeCold, !attach
-		return !attach
+		p.probed, p.probeLeft, p.probeAttach = now, paceProbePuts-1, !attach
+		return !attach, paceProbeCold == 0
 	}
-	return attach
+	return attach, true
 }
 
 // record adds a Put of n bytes that took d, by attach or through the
@@ -85,10 +88,6 @@ func (p *putPace) choose(n int, now time.Time) bool {
 // as its inverse's average), so that a slow Put weighs by the time it
 // took, as it does in a transfer's total.
 func (p *putPace) record(attach bool, n int, d time.Duration) {
-	if p.cold > 0 && attach == p.probeAttach {
-		p.cold--
-		return
-	}
 	if d <= 0 {
 		d = 1
 	}
@@ -109,17 +108,29 @@ func (p *putPace) record(attach bool, n int, d time.Duration) {
 // (putPace): the kernel allows attach and n is large enough to choose.
 func (o *outRing) paced(n int) bool { return o.cma && n >= paceMin }
 
-// chooseAttach asks o's pace whether a Put of n bytes goes by attach.
-func (o *outRing) chooseAttach(n int) bool {
+// chooseAttach asks o's pace whether a Put of n bytes goes by attach,
+// and whether it is to be measured (putPace.choose; never below paceMin
+// or without attach, where nothing is chosen). While the owner sends
+// large messages to this process at the same time (bothWays), it goes by
+// attach, unmeasured: each process then writes its own messages with one
+// copy, where through the rings each CPU would copy every byte twice
+// (its own messages in, the other's out). bibw at 1 MiB measured 13–17
+// GB/s with pace choosing, against 19–21 with attach forced, as MPICH's
+// one copy each way (session 28).
+func (o *outRing) chooseAttach(n int) (attach, measure bool) {
 	if !o.paced(n) {
-		return false
+		return false, false
 	}
 	if o.alwaysSplit {
-		return true
+		return true, false
 	}
 	o.mu.lock()
 	defer o.mu.unlock()
-	return o.pace.choose(n, time.Now())
+	now := time.Now()
+	if o.bothWays(now) {
+		return true, false
+	}
+	return o.pace.choose(n, now)
 }
 
 // recordPut adds a measured Put to o's pace.
@@ -130,11 +141,11 @@ func (o *outRing) recordPut(attach bool, n int, d time.Duration) {
 }
 
 // attachPut writes src at off of r in o's process by one
-// process_vm_writev, and measures it.
-func (o *outRing) attachPut(r rdma.Region, off uint64, src []byte) error {
+// process_vm_writev, and measures it if measure.
+func (o *outRing) attachPut(r rdma.Region, off uint64, src []byte, measure bool) error {
 	start := time.Now()
 	err := o.vm(unix.ProcessVMWritev, src, r.Addr+off)
-	if err == nil {
+	if err == nil && measure {
 		o.recordPut(true, len(src), time.Since(start))
 	}
 	return err

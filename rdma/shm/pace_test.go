@@ -13,54 +13,60 @@ func TestPutPace(t *testing.T) {
 	var p putPace
 	t0 := time.Unix(1000, 0)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	if p.choose(paceMin-1, t0) {
+	choose := func(n int, now time.Time) bool {
+		t.Helper()
+		attach, measure := p.choose(n, now)
+		if measure != (n >= paceMin) {
+			t.Fatalf("a Put of %d bytes at %v outside a probe: measure %v", n, now.Sub(t0), measure)
+		}
+		return attach
+	}
+	if choose(paceMin-1, t0) {
 		t.Fatal("a Put below paceMin went by attach")
 	}
-	if p.choose(paceMin, t0) {
+	if choose(paceMin, t0) {
 		t.Fatal("the first Put went by attach; want the rings")
 	}
-	if p.choose(paceMin, at(paceFirst/2)) {
+	if choose(paceMin, at(paceFirst/2)) {
 		t.Fatal("a Put before the first probe went by attach")
 	}
-	// The first probe: paceProbePuts Puts by attach, its first
-	// paceProbeCold measures dropped.
+	// The first probe: paceProbePuts Puts by attach, the first
+	// paceProbeCold of them not measured.
 	for i := range paceProbePuts {
-		if !p.choose(paceMin, at(paceFirst)) {
+		attach, measure := p.choose(paceMin, at(paceFirst))
+		if !attach {
 			t.Fatalf("probe Put %d did not go by attach", i)
 		}
+		if measure != (i >= paceProbeCold) {
+			t.Fatalf("probe Put %d: measure %v, want %v (the first %d are not measured)", i, measure, !measure, paceProbeCold)
+		}
 	}
-	if p.choose(paceMin, at(paceFirst)) {
+	if choose(paceMin, at(paceFirst)) {
 		t.Fatal("the probe went on past paceProbePuts Puts")
 	}
-	p.record(false, 1<<20, 52*time.Microsecond) // a ring Put ending meanwhile: kept
-	for range paceProbeCold {
-		p.record(true, 1<<20, time.Millisecond) // the probe's first: dropped
-	}
-	if p.attach != 0 || p.ring == 0 {
-		t.Fatalf("after a ring Put and a probe's first %d Puts: ring %v, attach %v; want the ring's kept, the probe's dropped", paceProbeCold, p.ring, p.attach)
-	}
+	p.record(false, 1<<20, 52*time.Microsecond) // a ring Put ending meanwhile
 	p.record(true, 1<<20, 131*time.Microsecond) // 8 GB/s
 	p.record(false, 1<<20, 52*time.Microsecond) // 20 GB/s
-	if p.choose(paceMin, at(paceFirst+time.Millisecond)) {
+	if choose(paceMin, at(paceFirst+time.Millisecond)) {
 		t.Fatal("attach chosen with the rings measured faster")
 	}
 	// The rings slow down (the CPUs moved apart): attach wins.
 	for range 8 {
 		p.record(false, 1<<20, 300*time.Microsecond) // 3.5 GB/s
 	}
-	if !p.choose(paceMin, at(paceFirst+2*time.Millisecond)) {
+	if !choose(paceMin, at(paceFirst+2*time.Millisecond)) {
 		t.Fatalf("the rings chosen at %.2f GB/s against attach's %.2f", p.ring, p.attach)
 	}
-	if p.choose(paceMin-1, at(paceFirst+2*time.Millisecond)) {
+	if choose(paceMin-1, at(paceFirst+2*time.Millisecond)) {
 		t.Fatal("a Put below paceMin went by attach")
 	}
 	// The next probe tries the rings again, for paceProbePuts Puts.
 	for i := range paceProbePuts {
-		if p.choose(paceMin, at(paceFirst+paceProbe)) {
+		if attach, _ := p.choose(paceMin, at(paceFirst+paceProbe)); attach {
 			t.Fatalf("probe Put %d of the rings one paceProbe after the last went by attach", i)
 		}
 	}
-	if !p.choose(paceMin, at(paceFirst+paceProbe)) {
+	if !choose(paceMin, at(paceFirst+paceProbe)) {
 		t.Fatal("the rings chosen after the probe ended")
 	}
 	// A slow Put weighs by its time: averaging the time per byte, one

@@ -68,6 +68,9 @@ const bothWindow = 10 * time.Millisecond
 // when the owner had started seen large Puts ends at now: if the owner
 // started another meanwhile, the two send large messages both ways at once.
 func (o *outRing) overlapped(seen uint64, now time.Time) {
+	if o.dead {
+		return // the memory is gone
+	}
 	if o.back.ctl.bulk.Load() != seen {
 		o.bothAt = now
 	}
@@ -90,9 +93,9 @@ func (o *outRing) bulk(n int) {
 
 // attachWatched is attachPut, noting whether the owner started a large Put
 // towards this process meanwhile.
-func (o *outRing) attachWatched(r rdma.Region, off uint64, src []byte) error {
+func (o *outRing) attachWatched(r rdma.Region, off uint64, src []byte, measure bool) error {
 	seen := o.back.ctl.bulk.Load()
-	err := o.attachPut(r, off, src)
+	err := o.attachPut(r, off, src, measure)
 	o.mu.lock()
 	o.overlapped(seen, time.Now())
 	o.mu.unlock()
@@ -113,6 +116,8 @@ type splitPut struct {
 	state *atomic.Uint32  // the record's state word (fState)
 	since time.Time       // when the sender's part was written (zero: not yet)
 	seen  uint64          // the owner's large Puts when this one began (ringCtl.bulk)
+	// measure: pace measures this Put (putPace.choose).
+	measure bool
 }
 
 // States of a recRead record (its fState word).
@@ -149,9 +154,9 @@ func splitAt(n int) int { return max(n/2&^(pageSize-1), n-splitOwnerMax) }
 // owner sends large messages to this process at the same time (bothWays),
 // it writes the whole Put by one process_vm_writev instead (pending
 // false).
-func (t *Transport) startSplit(o *outRing, r rdma.Region, off uint64, src []byte, done rdma.PutDone) (bool, error) {
+func (t *Transport) startSplit(o *outRing, r rdma.Region, off uint64, src []byte, done rdma.PutDone, measure bool) (bool, error) {
 	at := splitAt(len(src))
-	p := splitPut{r: r, off: off, src: src, at: at, done: done, seen: o.back.ctl.bulk.Load()}
+	p := splitPut{r: r, off: off, src: src, at: at, done: done, seen: o.back.ctl.bulk.Load(), measure: measure}
 	o.mu.lock()
 	if o.dead {
 		o.mu.unlock()
@@ -164,7 +169,7 @@ func (t *Transport) startSplit(o *outRing, r rdma.Region, off uint64, src []byte
 	}
 	if !ok {
 		o.mu.unlock()
-		return false, o.attachWatched(r, off, src)
+		return false, o.attachWatched(r, off, src, measure)
 	}
 	// Pinned before the record tells the owner where the bytes are.
 	p.pin = new(runtime.Pinner)
@@ -237,6 +242,11 @@ func (t *Transport) endSplits(w int, o *outRing) int {
 		case failed || cancelled:
 			// This Put's read may have been the one that failed.
 			err = o.vm(unix.ProcessVMWritev, p.src[p.at:], p.r.Addr+p.off+uint64(p.at))
+			if cancelled && err == nil && p.measure {
+				// What the Put cost: the sender's part, the wait for the
+				// owner, and the rest written here.
+				o.recordPut(true, len(p.src), p.wrote+time.Since(p.since))
+			}
 		default:
 			// The two copies ran at once: the slower one is the Put's
 			// time, the owner's its service time (read), so that its
@@ -244,7 +254,7 @@ func (t *Transport) endSplits(w int, o *outRing) int {
 			// end seen here would count the sender's work between its
 			// Progress calls too.) A Put whose slot a later read took
 			// over goes unmeasured.
-			if took, ok := tookOf(o.ctl.readTook[p.seq%readSlots].Load(), p.seq); ok {
+			if took, ok := tookOf(o.ctl.readTook[p.seq%readSlots].Load(), p.seq); ok && p.measure {
 				o.recordPut(true, len(p.src), max(p.wrote, took))
 			}
 		}

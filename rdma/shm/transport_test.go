@@ -988,6 +988,12 @@ func TestSplitPutCancelled(t *testing.T) {
 	if !bytes.Equal(dst, want) {
 		t.Fatal("after a cancelled split Put, the owner's buffer does not hold what was Put")
 	}
+	// Measured, with the wait: 256 KiB in at least attachAfter (50 µs),
+	// at a quarter's weight in the time per byte, leaves the average of 2
+	// bytes/ns at most 2.37.
+	if a := j.trs[0].PaceAttach(1); a == 2 || a > 2.37 {
+		t.Errorf("attach average %.3f bytes/ns after a cancelled split Put: want it measured with its wait (≤ 2.37)", a)
+	}
 	fillData(src, 42, 1) // the sender reuses its buffer
 	for range 10 {
 		j.trs[1].Progress(0)
@@ -1010,6 +1016,70 @@ func TestSplitPutCancelled(t *testing.T) {
 	}
 	if !bytes.Equal(dst, src) {
 		t.Fatal("after the second split Put, the owner's buffer does not hold what was Put")
+	}
+}
+
+// TestRingPutsBothWaysGoByAttach: while the owner starts large Puts
+// towards the sender's process during the sender's Puts through the rings,
+// the next Put goes by one process_vm_writev whatever pace measured
+// (chooseAttach, bothWays): through the rings each CPU would copy every
+// byte twice. Puts that only alternate stay in the rings.
+func TestRingPutsBothWaysGoByAttach(t *testing.T) {
+	j, bufs, regs := attachPair(t, 256<<10)
+	var srcs [2][]byte
+	for i := range j.trs {
+		srcs[i] = make([]byte, len(bufs[i]))
+	}
+	calls := &putCalls{}
+	// put starts a Put of process from's buffer into the other's and
+	// reports whether it is pending (through the rings: 256 KiB do not fit
+	// in 8).
+	put := func(from int, seed uint32) bool {
+		t.Helper()
+		to := 1 - from
+		fillData(srcs[from], seed, 1)
+		j.trs[from].PreferRings(to)
+		pending, err := j.trs[from].StartPut(rdma.Addr(to), regs[to], 0, srcs[from], putLog{from, calls})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pending
+	}
+	// finish runs both Progresses until n Puts have ended and their
+	// owners have copied the last chunks out of the rings.
+	finish := func(n int) {
+		t.Helper()
+		for i := 0; len(calls.get()) < n || !bytes.Equal(bufs[1], srcs[0]) || !bytes.Equal(bufs[0], srcs[1]); i++ {
+			if i == 1e6 {
+				t.Fatalf("%d of %d Puts ended, buffers as Put: %v, %v: %s", len(calls.get()), n,
+					bytes.Equal(bufs[1], srcs[0]), bytes.Equal(bufs[0], srcs[1]), j.trs[0].RingsString())
+			}
+			j.trs[0].Progress(0)
+			j.trs[1].Progress(0)
+		}
+	}
+	// A ping-pong: each Put starts after the other's ended.
+	if !put(0, 1) {
+		t.Fatal("the first Put did not go through the rings")
+	}
+	finish(1)
+	if !put(1, 2) {
+		t.Fatal("the answer did not go through the rings")
+	}
+	finish(2)
+	if !put(0, 3) {
+		t.Fatal("a Put after the answer ended went by attach: alternating Puts are not both ways at once")
+	}
+	// Both ways at once: process 1 starts a Put while process 0's runs.
+	if !put(1, 4) {
+		t.Fatal("process 1's Put did not go through the rings")
+	}
+	finish(4)
+	if put(0, 5) {
+		t.Fatal("a Put went through the rings while the owner sends large Puts back at once")
+	}
+	if !bytes.Equal(bufs[1], srcs[0]) {
+		t.Fatal("after a Put by one writev, the owner's buffer does not hold what was Put")
 	}
 }
 
