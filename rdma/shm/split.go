@@ -57,11 +57,12 @@ import (
 // takes time from its own sends, and bibw at 1 MiB measured 21.1 → 18.9
 // GB/s with the CPUs close (session 20). So a Put is not split for
 // bothWindow after the owner started a large Put of its own towards this
-// process while one of this process's attached Puts towards it ran
-// (ringCtl.bulk counts the owner's large Puts); it goes by one
-// process_vm_writev, as before splits. Messages that only alternate (a
-// ping-pong: each side sends once the other's message is in) never
-// overlap so, and stay split.
+// process while one of this process's large Puts towards it ran, attached
+// or through the rings (ringCtl.bulk counts the owner's large Puts); it
+// goes by one process_vm_writev, whatever pace measured (chooseAttach):
+// through the rings each CPU would copy every byte twice. Messages that
+// only alternate (a ping-pong: each side sends once the other's message
+// is in) never overlap so, and stay split, or in the rings.
 const bothWindow = 10 * time.Millisecond
 
 // overlapped notes, with o.mu held, that a Put towards o's owner that began
