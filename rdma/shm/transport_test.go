@@ -1024,21 +1024,41 @@ func TestSplitPutCancelled(t *testing.T) {
 // the next Put goes by one process_vm_writev whatever pace measured
 // (chooseAttach, bothWays): through the rings each CPU would copy every
 // byte twice. Puts that only alternate stay in the rings.
-func TestRingPutsBothWaysGoByAttach(t *testing.T) {
+func TestRingPutsBothWaysGoByAttach(t *testing.T) { checkBothWays(t, true) }
+
+// TestSplitPutNotBothWays: a Put that pace sends the attach way is not
+// split while the owner was seen starting large Puts towards the sender's
+// process during one of the sender's (split.go, bothWays); Puts that only
+// alternate, as in a ping-pong, stay split.
+func TestSplitPutNotBothWays(t *testing.T) { checkBothWays(t, false) }
+
+// checkBothWays runs Puts of 256 KiB between two processes, which pace
+// sends through the rings (rings) or split: alternating first, then both
+// ways at once, after which the next Put must go by one writev (StartPut
+// not pending).
+func checkBothWays(t *testing.T, rings bool) {
 	j, bufs, regs := attachPair(t, 256<<10)
 	var srcs [2][]byte
-	for i := range j.trs {
+	for i, tr := range j.trs {
 		srcs[i] = make([]byte, len(bufs[i]))
+		tr.SetSplitWait(time.Hour)
+	}
+	way := "split"
+	if rings {
+		way = "through the rings" // 256 KiB do not fit in 8: pending
 	}
 	calls := &putCalls{}
 	// put starts a Put of process from's buffer into the other's and
-	// reports whether it is pending (through the rings: 256 KiB do not fit
-	// in 8).
+	// reports whether it is pending (split, or through the rings).
 	put := func(from int, seed uint32) bool {
 		t.Helper()
 		to := 1 - from
 		fillData(srcs[from], seed, 1)
-		j.trs[from].PreferRings(to)
+		if rings {
+			j.trs[from].PreferRings(to)
+		} else {
+			j.trs[from].PreferAttach(to)
+		}
 		pending, err := j.trs[from].StartPut(rdma.Addr(to), regs[to], 0, srcs[from], putLog{from, calls})
 		if err != nil {
 			t.Fatal(err)
@@ -1046,7 +1066,8 @@ func TestRingPutsBothWaysGoByAttach(t *testing.T) {
 		return pending
 	}
 	// finish runs both Progresses until n Puts have ended and their
-	// owners have copied the last chunks out of the rings.
+	// owners hold their bytes (a Put through the rings ends once its last
+	// chunk is in the ring, before its owner copies it out).
 	finish := func(n int) {
 		t.Helper()
 		for i := 0; len(calls.get()) < n || !bytes.Equal(bufs[1], srcs[0]) || !bytes.Equal(bufs[0], srcs[1]); i++ {
@@ -1060,90 +1081,23 @@ func TestRingPutsBothWaysGoByAttach(t *testing.T) {
 	}
 	// A ping-pong: each Put starts after the other's ended.
 	if !put(0, 1) {
-		t.Fatal("the first Put did not go through the rings")
+		t.Fatalf("the first Put did not go %s", way)
 	}
 	finish(1)
 	if !put(1, 2) {
-		t.Fatal("the answer did not go through the rings")
+		t.Fatalf("the answer did not go %s", way)
 	}
 	finish(2)
 	if !put(0, 3) {
-		t.Fatal("a Put after the answer ended went by attach: alternating Puts are not both ways at once")
+		t.Fatalf("a Put after the answer ended did not go %s: alternating Puts are not both ways at once", way)
 	}
 	// Both ways at once: process 1 starts a Put while process 0's runs.
 	if !put(1, 4) {
-		t.Fatal("process 1's Put did not go through the rings")
+		t.Fatalf("process 1's Put did not go %s", way)
 	}
 	finish(4)
 	if put(0, 5) {
-		t.Fatal("a Put went through the rings while the owner sends large Puts back at once")
-	}
-	if !bytes.Equal(bufs[1], srcs[0]) {
-		t.Fatal("after a Put by one writev, the owner's buffer does not hold what was Put")
-	}
-}
-
-// TestSplitPutNotBothWays: a Put that pace sends the attach way is not
-// split while the owner was seen starting large Puts towards the sender's
-// process during one of the sender's (split.go, bothWays); Puts that only
-// alternate, as in a ping-pong, stay split.
-func TestSplitPutNotBothWays(t *testing.T) {
-	j, bufs, regs := attachPair(t, 256<<10)
-	var srcs [2][]byte
-	for i, tr := range j.trs {
-		srcs[i] = make([]byte, len(bufs[i]))
-		tr.SetSplitWait(time.Hour)
-	}
-	calls := &putCalls{}
-	// put starts a Put of process from's buffer into the other's and
-	// reports whether it is pending (split, or through the rings).
-	put := func(from int, seed uint32) bool {
-		t.Helper()
-		to := 1 - from
-		fillData(srcs[from], seed, 1)
-		j.trs[from].PreferAttach(to)
-		pending, err := j.trs[from].StartPut(rdma.Addr(to), regs[to], 0, srcs[from], putLog{from, calls})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pending
-	}
-	// finish runs both Progresses until n Puts have ended, and checks the
-	// buffers.
-	finish := func(n int) {
-		t.Helper()
-		for i := 0; len(calls.get()) < n; i++ {
-			if i == 1e6 {
-				t.Fatalf("%d of %d Puts ended", len(calls.get()), n)
-			}
-			j.trs[0].Progress(0)
-			j.trs[1].Progress(0)
-		}
-		for i := range 2 {
-			if !bytes.Equal(bufs[1-i], srcs[i]) {
-				t.Fatalf("process %d's buffer does not hold what process %d Put", 1-i, i)
-			}
-		}
-	}
-	// A ping-pong: each Put starts after the other's ended.
-	if !put(0, 1) {
-		t.Fatal("the first Put was not split")
-	}
-	finish(1)
-	if !put(1, 2) {
-		t.Fatal("the answer was not split")
-	}
-	finish(2)
-	if !put(0, 3) {
-		t.Fatal("a Put after the answer ended was not split: alternating Puts are not both ways at once")
-	}
-	// Both ways at once: process 1 starts a Put while process 0's runs.
-	if !put(1, 4) {
-		t.Fatal("process 1's Put was not split")
-	}
-	finish(4)
-	if put(0, 5) {
-		t.Fatal("a Put was split while the owner sends large Puts back at once")
+		t.Fatalf("a Put went %s while the owner sends large Puts back at once", way)
 	}
 	if !bytes.Equal(bufs[1], srcs[0]) {
 		t.Fatal("after a Put by one writev, the owner's buffer does not hold what was Put")
