@@ -298,12 +298,7 @@ func (t *Transport) putCopy(o *outRing, r rdma.Region, off uint64, src []byte, m
 		defer func() { o.recordPut(false, total, time.Since(began)) }()
 	}
 	if len(src) >= paceMin {
-		seen := o.back.ctl.bulk.Load()
-		defer func() {
-			o.mu.lock()
-			o.overlapped(seen, time.Now())
-			o.mu.unlock()
-		}()
+		defer o.noteOverlap(o.back.ctl.bulk.Load())
 	}
 	for len(src) > 0 {
 		o.mu.lock()
@@ -419,7 +414,10 @@ func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []b
 		return t.startSplit(o, r, off, src, done, measure)
 	}
 	total, measure := len(src), measure && o.paced(len(src))
-	large, seen := len(src) >= paceMin, o.back.ctl.bulk.Load()
+	large, seen := len(src) >= paceMin, uint64(0)
+	if large {
+		seen = o.back.ctl.bulk.Load()
+	}
 	var began time.Time
 	// One chunk per turn of the lock, as in putCopy: senders of small
 	// packets to the same process wait for one chunk's copy at most.
@@ -451,9 +449,7 @@ func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []b
 		src, off = src[n:], off+uint64(n)
 	}
 	if large {
-		o.mu.lock()
-		o.overlapped(seen, time.Now())
-		o.mu.unlock()
+		o.noteOverlap(seen)
 	}
 	if measure {
 		o.recordPut(false, total, time.Since(began))

@@ -77,6 +77,13 @@ func (o *outRing) overlapped(seen uint64, now time.Time) {
 	}
 }
 
+// noteOverlap is overlapped, now, for a caller that does not hold o.mu.
+func (o *outRing) noteOverlap(seen uint64) {
+	o.mu.lock()
+	o.overlapped(seen, time.Now())
+	o.mu.unlock()
+}
+
 // bothWays reports, with o.mu held, whether o's owner was seen sending
 // large messages to this process at the same time as this process to it,
 // within bothWindow before now.
@@ -97,9 +104,7 @@ func (o *outRing) bulk(n int) {
 func (o *outRing) attachWatched(r rdma.Region, off uint64, src []byte, measure bool) error {
 	seen := o.back.ctl.bulk.Load()
 	err := o.attachPut(r, off, src, measure)
-	o.mu.lock()
-	o.overlapped(seen, time.Now())
-	o.mu.unlock()
+	o.noteOverlap(seen)
 	return err
 }
 
