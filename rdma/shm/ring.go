@@ -480,9 +480,10 @@ func (ir *inRing) publishHead() {
 // misses add up; loaded in the same poll, they overlap. The poll that
 // sees the new tail has then brought in the record's line too, or
 // brings it in while it waits for the tail, and the record is read from
-// the cache (fmpi-osu latency at 8 B: 0.18 → 0.16 µs, BENCHMARKS.md,
-// issue 12, session 29). Its value means nothing: the record may be
-// being written, or an old lap's.
+// the cache (fmpi-osu latency at 8 B: 0.18 → 0.17 µs with the CPUs
+// near, 0.49 → 0.42 µs far apart; BENCHMARKS.md, issue 12, session 29).
+// Its value means nothing: the record may be being written, or an old
+// lap's.
 func (ir *inRing) pending() bool {
 	if ir.queued.Load() != 0 {
 		return true
