@@ -289,11 +289,11 @@ func (w *waiter) wait() error {
 // putCopy writes src as recPut records into o's ring; where the kernel
 // allows cross-memory attach (Config.RingPuts), a ring that stays full for
 // attachAfter makes it write the rest that way. It measures the Put if
-// measure (pace).
+// measure (chooseAttach said so: pace chooses the way of Puts this large).
 func (t *Transport) putCopy(o *outRing, r rdma.Region, off uint64, src []byte, measure bool) error {
 	w := waiter{t: t, o: o}
 	var stalled, began time.Time
-	if total := len(src); measure && o.paced(total) {
+	if total := len(src); measure {
 		began = time.Now()
 		defer func() { o.recordPut(false, total, time.Since(began)) }()
 	}
@@ -413,7 +413,7 @@ func (t *Transport) StartPut(owner rdma.Addr, r rdma.Region, off uint64, src []b
 	if attach {
 		return t.startSplit(o, r, off, src, done, measure)
 	}
-	total, measure := len(src), measure && o.paced(len(src))
+	total := len(src)
 	large, seen := len(src) >= paceMin, uint64(0)
 	if large {
 		seen = o.back.ctl.bulk.Load()

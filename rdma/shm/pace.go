@@ -104,8 +104,9 @@ func (p *putPace) record(attach bool, n int, d time.Duration) {
 	*avg = 1 / cost
 }
 
-// paced reports whether a Put of n bytes into o should be measured
+// paced reports whether pace chooses the way of a Put of n bytes into o
 // (putPace): the kernel allows attach and n is large enough to choose.
+// chooseAttach asks it, so its callers' measure implies it.
 func (o *outRing) paced(n int) bool { return o.cma && n >= paceMin }
 
 // chooseAttach asks o's pace whether a Put of n bytes goes by attach,
