@@ -2,13 +2,16 @@
 
 package mpi
 
+// fmpi_send and fmpi_sendq_test take Go pointers: noescape keeps them on
+// the stack (nocallback is what lets cgo honour it). fmpi_send_top and
+// fmpi_poll, the calls of every message, take integers only, so they have
+// neither directive: nocallback costs two runtime calls around each cgo
+// call (runtime.cgoNoCallback, about 26 instructions in all) and would buy
+// nothing there.
+
 /*
 #cgo noescape fmpi_send
 #cgo nocallback fmpi_send
-#cgo noescape fmpi_send_top
-#cgo nocallback fmpi_send_top
-#cgo noescape fmpi_poll
-#cgo nocallback fmpi_poll
 #cgo noescape fmpi_sendq_test
 #cgo nocallback fmpi_sendq_test
 #include "fmpi.h"
@@ -130,22 +133,43 @@ func NewSendQ(c Comm, slot int) (*SendQ, error) {
 // with tag: one cgo call, no allocation on the Go side. The send is not
 // tested here: Ring.Poll retires completed sends in batches, and Test does
 // at once. When a recycled buffer is free, the copy is Go's, into that C
-// buffer, and the cgo call takes only integers (no pointer check).
+// buffer (Top, SendTop), and the cgo call takes only integers (no pointer
+// check).
 func (q *SendQ) Send(head, body []byte, dest, tag int) error {
-	c := q.q
 	n := len(head) + len(body)
-	if c.nfree > 0 && c.active < c.cap && n <= q.slot {
-		// Safety: free_list is a C array of c.nfree buffers of q.slot
-		// bytes each (fmpi_sendq_recycle), all C memory no send uses;
-		// the top one is written here and sent by fmpi_send_top, which
-		// pops it, under the same lock.
-		top := unsafe.Slice(c.free_list, c.nfree)[c.nfree-1]
-		b := unsafe.Slice((*byte)(unsafe.Pointer(top)), n)
+	if b := q.Top(n); b != nil {
 		copy(b[copy(b, head):], body)
-		return check("MPI_Isend", C.fmpi_send_top(C.uintptr_t(uintptr(unsafe.Pointer(c))), C.int(n), C.int(dest), C.int(tag)))
+		return q.SendTop(n, dest, tag)
 	}
 	// Safety: C copies both during the call and keeps neither pointer.
-	return check("MPI_Isend", C.fmpi_send(c, bufPtr(head), C.int(len(head)), bufPtr(body), C.int(len(body)), C.int(dest), C.int(tag)))
+	return check("MPI_Isend", C.fmpi_send(q.q, bufPtr(head), C.int(len(head)), bufPtr(body), C.int(len(body)), C.int(dest), C.int(tag)))
+}
+
+// Top returns the C buffer the next send of n bytes goes from, for the
+// caller to write the message into and start with SendTop (under the same
+// hold of the lock): a message built in place, with no copy of its head.
+// It returns nil when no recycled buffer is free, the queue is full or n
+// is over the slot size: Send then takes the other way.
+func (q *SendQ) Top(n int) []byte {
+	c := q.q
+	if c.nfree == 0 || c.active >= c.cap || n > q.slot || n < 0 {
+		return nil
+	}
+	// Safety: free_list is a C array of c.nfree buffers of q.slot bytes
+	// each (fmpi_sendq_recycle), all C memory no send uses; the top one
+	// is written by the caller and sent by fmpi_send_top, which pops it,
+	// under the same lock.
+	top := unsafe.Slice(c.free_list, c.nfree)[c.nfree-1]
+	return unsafe.Slice((*byte)(unsafe.Pointer(top)), n)
+}
+
+// SendTop starts sending to dest with tag the n bytes written into the
+// buffer Top returned.
+func (q *SendQ) SendTop(n, dest, tag int) error {
+	if code := C.fmpi_send_top(C.uintptr_t(uintptr(unsafe.Pointer(q.q))), C.int(n), C.int(dest), C.int(tag)); code != C.MPI_SUCCESS {
+		return check("MPI_Isend", code)
+	}
+	return nil
 }
 
 // Test retires completed sends and returns how many are still active.

@@ -602,12 +602,7 @@ func (t *Transport) SendEager(w int, to rdma.Addr, h rdma.EagerHeader, data []by
 	if err != nil {
 		return false
 	}
-	var head [headSize]byte
-	pl := t.places[p]
-	head[0] = kPacket
-	putGen(&head, pl.gen)
-	binary.LittleEndian.PutUint32(head[4:], uint32(to))
-	packet.EncodeEager(head[pktHead:], h.Context, h.Source, h.Tag, uint32(h.From), len(data))
+	pl := &t.places[p]
 	cmpi.Lock()
 	defer cmpi.Unlock()
 	if t.closed.Load() {
@@ -618,7 +613,28 @@ func (t *Transport) SendEager(w int, to rdma.Addr, h rdma.EagerHeader, data []by
 			return false
 		}
 	}
+	n := headSize + len(data)
+	if whole := t.cfg.Whole; whole < 0 || n <= whole {
+		// The message built in place, in the C buffer it is sent from.
+		if b := t.sendq.Top(n); b != nil {
+			eagerHead((*[headSize]byte)(b), pl.gen, to, h, len(data))
+			copy(b[headSize:], data)
+			return t.sendq.SendTop(n, pl.rank, pl.ctrlTag()) == nil
+		}
+	}
+	var head [headSize]byte
+	eagerHead(&head, pl.gen, to, h, len(data))
 	return t.sendMsg(&head, data, pl.rank, pl.ctrlTag()) == nil
+}
+
+// eagerHead writes every byte of the head of a packet for to holding an
+// eager message of n bytes with header h, for a transport of generation
+// gen: the head's 8 bytes, then the packet's wire header.
+func eagerHead(b *[headSize]byte, gen uint32, to rdma.Addr, h rdma.EagerHeader, n int) {
+	b[0] = kPacket
+	putGen(b, gen)
+	binary.LittleEndian.PutUint32(b[4:], uint32(to))
+	packet.EncodeEager(b[pktHead:], h.Context, h.Source, h.Tag, uint32(h.From), n)
 }
 
 // sendCtl sends a control message to pl; the caller holds the MPI lock.
@@ -1407,7 +1423,9 @@ func (t *Transport) receiveEager(w int, to rdma.Addr, msg []byte) bool {
 		}
 	}
 	t.imu.Lock()
-	empty := t.ihead == len(t.inbox) && len(t.release) == 0 && len(t.held[to]) == 0
+	// held has an entry only while it holds packets: an empty map spares
+	// the lookup.
+	empty := t.ihead == len(t.inbox) && len(t.release) == 0 && (len(t.held) == 0 || len(t.held[to]) == 0)
 	t.imu.Unlock()
 	return empty && b.er.ReceiveEager(w, rdma.EagerHeader{From: rdma.Addr(from), Context: ctx, Source: src, Tag: tag}, msg[headSize:headSize+n])
 }
