@@ -64,10 +64,14 @@ for r in $(seq "$rounds"); do
 done | tee "$work/rounds.txt"
 for mpi in mpich ompi; do
 	grep " $mpi " "$work/rounds.txt" | awk -v m=$mpi '
-	function med(a, n,   k) { n = asort(a); k = int((n + 1) / 2); return n % 2 ? a[k] : (a[k] + a[k + 1]) / 2 }
-	{ fo[NR] = $4; fn[NR] = $6; r[NR] = $8; bo[NR] = $10; bn[NR] = $12; if ($6 < $4) wf++; if ($12 < $10) wb++
+	# the median of a[1..n], sorted in place (no asort: mawk has none)
+	function med(a, n,   i, j, t, k) {
+		for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+		k = int((n + 1) / 2); return n % 2 ? a[k] : (a[k] + a[k + 1]) / 2
+	}
+	{ fo[NR] = $4 + 0; fn[NR] = $6 + 0; r[NR] = $8 + 0; bo[NR] = $10 + 0; bn[NR] = $12 + 0; if ($6 < $4) wf++; if ($12 < $10) wb++
 	  if (NF >= 18 && $18 > 0) { nw++; wo[nw] = $14 / $18; wn[nw] = $16 / $18; if ($16 > $14) ww++ } }
 	END { printf "%s medians (us): fmpi old %.3f new %.3f (new faster in %d of %d), raw %.3f, bare old %.3f new %.3f (new faster in %d of %d)\n",
-		m, med(fo), med(fn), wf, NR, med(r), med(bo), med(bn), wb, NR
-	  if (nw) printf "%s bw 1 MiB, median ratio to raw: old %.3f new %.3f (new faster in %d of %d)\n", m, med(wo), med(wn), ww, nw }'
+		m, med(fo, NR), med(fn, NR), wf, NR, med(r, NR), med(bo, NR), med(bn, NR), wb, NR
+	  if (nw) printf "%s bw 1 MiB, median ratio to raw: old %.3f new %.3f (new faster in %d of %d)\n", m, med(wo, nw), med(wn, nw), ww, nw }'
 done
