@@ -6,7 +6,7 @@ package mpi
 // the stack (nocallback is what lets cgo honour it). fmpi_send_top and
 // fmpi_poll, the calls of every message, take integers only, so they have
 // neither directive: nocallback costs two runtime calls around each cgo
-// call (runtime.cgoNoCallback, about 26 instructions in all) and would buy
+// call (runtime.cgoNoCallback, about 35 instructions a call) and would buy
 // nothing there.
 
 /*
