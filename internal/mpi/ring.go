@@ -152,7 +152,7 @@ func (q *SendQ) Send(head, body []byte, dest, tag int) error {
 // is over the slot size: Send then takes the other way.
 func (q *SendQ) Top(n int) []byte {
 	c := q.q
-	if c.nfree == 0 || c.active >= c.cap || n > q.slot || n < 0 {
+	if c.nfree == 0 || c.active >= c.cap || n > q.slot {
 		return nil
 	}
 	// Safety: free_list is a C array of c.nfree buffers of q.slot bytes

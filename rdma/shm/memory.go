@@ -353,7 +353,7 @@ type startedPut struct {
 	src  []byte // what is left to write
 	done rdma.PutDone
 	// total is the Put's length, and began when its first chunk was
-	// written (zero: not yet), if it is measured (outRing.paced).
+	// written (zero: not yet), if it is measured (chooseAttach's measure).
 	total int
 	began time.Time
 	// stalled is when a push first found the ring full since it last

@@ -104,11 +104,6 @@ func (p *putPace) record(attach bool, n int, d time.Duration) {
 	*avg = 1 / cost
 }
 
-// paced reports whether pace chooses the way of a Put of n bytes into o
-// (putPace): the kernel allows attach and n is large enough to choose.
-// chooseAttach asks it, so its callers' measure implies it.
-func (o *outRing) paced(n int) bool { return o.cma && n >= paceMin }
-
 // chooseAttach asks o's pace whether a Put of n bytes goes by attach,
 // and whether it is to be measured (putPace.choose; never below paceMin
 // or without attach, where nothing is chosen). While the owner sends
@@ -119,8 +114,8 @@ func (o *outRing) paced(n int) bool { return o.cma && n >= paceMin }
 // GB/s with pace choosing, against 19–21 with attach forced, as MPICH's
 // one copy each way (session 28).
 func (o *outRing) chooseAttach(n int) (attach, measure bool) {
-	if !o.paced(n) {
-		return false, false
+	if !o.cma || n < paceMin {
+		return false, false // nothing to choose
 	}
 	if o.alwaysSplit {
 		return true, false
