@@ -401,8 +401,10 @@ func (e *Endpoint) quick(c Comm, me, dst, tag int, data []byte, sync bool) (bool
 	to := c.Addrs[dst]
 	d := e.dest(to)
 	if d.remote {
-		if off, ok := d.offers.route(c.Context, int32(tag)); ok {
-			return true, e.putOffered(to, off, data)
+		if d.offers.route() {
+			if off, ok := d.offers.take(c.Context, int32(tag)); ok {
+				return true, e.putOffered(to, off, data)
+			}
 		}
 	} else if peer := d.peer; peer != nil {
 		if peer.deliverDirect(c.Context, int32(me), int32(tag), data) {

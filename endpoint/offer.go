@@ -153,22 +153,27 @@ func (o *offers) counted(peer rdma.Addr, n int) {
 	o.peers.get(peer).arrived.Add(uint64(n))
 }
 
-// route is called before every send to the peer under (ctx, tag): it takes the
-// fresh offer for that key if there is one, else it counts the eager or RTS
-// packet the caller is about to send.
+// route is called before every send to the peer: it counts the eager or
+// RTS packet the caller is about to send and reports whether the peer may
+// hold an offer; if so, the caller calls take for the send's (ctx, tag),
+// which uncounts the send when it takes an offer. route inlines into
+// every send; take is out of line.
 //
 // It counts first and looks for offers second, while keep does the opposite
 // (announces an offer in open, then compares the count); with sequentially
-// consistent atomics, either route sees the offer (and takes it, under the
-// lock, uncounting its send) or keep sees the count that includes this send
-// (and drops the offer as stale). An offer kept while route waits for the
-// lock is found there. Dropping is always safe: the receive is then matched
-// by an RTS like any other.
-func (po *peerOffers) route(ctx uint32, tag int32) (offer, bool) {
+// consistent atomics, either route sees the offer (and take takes it, under
+// the lock, uncounting its send) or keep sees the count that includes this
+// send (and drops the offer as stale). An offer kept while take waits for
+// the lock is found there. Dropping is always safe: the receive is then
+// matched by an RTS like any other.
+func (po *peerOffers) route() (mayHold bool) {
 	po.sent.Add(1)
-	if po.open.Load() == 0 {
-		return offer{}, false
-	}
+	return po.open.Load() != 0
+}
+
+// take takes the fresh offer for (ctx, tag), if there is one, for a send
+// that route counted.
+func (po *peerOffers) take(ctx uint32, tag int32) (offer, bool) {
 	k := offerKey{ctx, tag}
 	po.mu.Lock()
 	defer po.mu.Unlock()
