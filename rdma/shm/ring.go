@@ -365,16 +365,8 @@ func newInRing(seg *segment, ring, from int) *inRing {
 // record. The caller holds take.
 func (ir *inRing) peekRing() (rec []byte, typ, n int, word1 uint32, ok, corrupt bool) {
 	for {
-		if ir.head == ir.tailCache {
-			// The Load is the acquire that pairs with the producer's
-			// Store in publish: the records up to it are complete.
-			ir.tailCache = ir.ctl.tail.Load()
-			if ir.raceSync != nil {
-				ir.raceSync.Load()
-			}
-			if ir.head == ir.tailCache {
-				return nil, 0, 0, 0, false, false
-			}
+		if ir.seenAll() {
+			return nil, 0, 0, 0, false, false
 		}
 		if ir.tailCache-ir.head > ir.size {
 			return nil, 0, 0, 0, false, true
@@ -399,6 +391,22 @@ func (ir *inRing) peekRing() (rec []byte, typ, n int, word1 uint32, ok, corrupt 
 		rec = ir.data[off : off+size]
 		return rec, typ, n, le.Uint32(head[offWord1:]), true, false
 	}
+}
+
+// seenAll reports whether the consumer has taken every record up to the
+// tail, loading the tail again when it has taken every record up to the
+// last one it saw.
+func (ir *inRing) seenAll() bool {
+	if ir.head != ir.tailCache {
+		return false
+	}
+	// The Load is the acquire that pairs with the producer's Store in
+	// publish: the records up to it are complete.
+	ir.tailCache = ir.ctl.tail.Load()
+	if ir.raceSync != nil {
+		ir.raceSync.Load()
+	}
+	return ir.head == ir.tailCache
 }
 
 // mayContinue reports whether a record at pos is visible and looks like

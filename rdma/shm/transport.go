@@ -627,12 +627,11 @@ func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
 			if k == 0 {
 				if m := t.direct(w, ir, rec, n, word1, maxPerCall-handled); m > 0 {
 					handled += m
-					if ir.head == ir.tailCache {
-						// Nothing more has been seen (the queue was
-						// empty: it comes first, and take is held):
-						// the next poll reads the tail. This skips a
-						// second look on the path of every answer a
-						// waiting fiber takes (ping-pong).
+					if ir.seenAll() {
+						// The queue was empty (it comes first, and
+						// take is held) and the ring is: a shorter
+						// second look than the loop's, on the path of
+						// every answer a waiting fiber takes.
 						full = false
 						break
 					}
