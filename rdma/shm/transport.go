@@ -628,10 +628,11 @@ func (t *Transport) takeBatch(w int, ir *inRing) (k, handled int, full bool) {
 				if m := t.direct(w, ir, rec, n, word1, maxPerCall-handled); m > 0 {
 					handled += m
 					if ir.seenAll() {
-						// The queue was empty (it comes first, and
-						// take is held) and the ring is: a shorter
-						// second look than the loop's, on the path of
-						// every answer a waiting fiber takes.
+						// Nothing is left: the queue was empty (it
+						// comes first, and take is held), and so is
+						// the ring, by a fresh load of its tail. A
+						// shorter second look than the loop's, on the
+						// path of every answer a waiting fiber takes.
 						full = false
 						break
 					}
