@@ -566,11 +566,10 @@ func (t *Transport) sendPacket(p int, head *[headSize]byte, pk *packet.Packet) e
 // process comes between them on tag). head[0] is kPacket; a split head
 // keeps its kind for the caller.
 func (t *Transport) sendMsg(head *[headSize]byte, body []byte, rank, tag int) error {
-	whole := t.cfg.Whole
-	if whole < 0 || headSize+len(body) <= whole {
+	if t.oneMessage(headSize + len(body)) {
 		return t.sendq.Send(head[:], body, rank, tag)
 	}
-	part := whole - headSize
+	part := t.cfg.Whole - headSize
 	first := *head
 	first[0] = kPacketFirst
 	if err := t.sendq.Send(first[:], body[:part], rank, tag); err != nil {
@@ -587,6 +586,12 @@ func (t *Transport) sendMsg(head *[headSize]byte, body []byte, rank, tag int) er
 		rest = rest[k:]
 	}
 	return nil
+}
+
+// oneMessage reports whether a packet message of n bytes, head included,
+// goes as one MPI message (Config.Whole: -1 never splits).
+func (t *Transport) oneMessage(n int) bool {
+	return t.cfg.Whole < 0 || n <= t.cfg.Whole
 }
 
 // SendEager sends an eager message straight from data, as Send would a
@@ -613,8 +618,7 @@ func (t *Transport) SendEager(w int, to rdma.Addr, h rdma.EagerHeader, data []by
 			return false
 		}
 	}
-	n := headSize + len(data)
-	if whole := t.cfg.Whole; whole < 0 || n <= whole {
+	if n := headSize + len(data); t.oneMessage(n) {
 		// The message built in place, in the C buffer it is sent from.
 		if b := t.sendq.Top(n); b != nil {
 			eagerHead((*[headSize]byte)(b), pl.gen, to, h, len(data))

@@ -293,7 +293,8 @@ func (w *waiter) wait() error {
 func (t *Transport) putCopy(o *outRing, r rdma.Region, off uint64, src []byte, measure bool) error {
 	w := waiter{t: t, o: o}
 	var stalled, began time.Time
-	if total := len(src); measure {
+	if measure {
+		total := len(src)
 		began = time.Now()
 		defer func() { o.recordPut(false, total, time.Since(began)) }()
 	}
