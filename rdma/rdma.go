@@ -188,6 +188,41 @@ type EagerRouter interface {
 	EagerVia(to Addr) EagerSender
 }
 
+// EagerTaker is implemented by transports that let a waiting receiver take
+// an eager message from their memory itself, instead of waiting for
+// Progress to deliver it (rdma/shm). TakeEager looks at the next message
+// from the process of address from (in arrival order, everything that
+// process sent to this one before it included): if it is an eager message
+// for to, it offers it to t, and consumes it if t.TakeEager takes it. It
+// reports Took when it consumed one, TakeNone when there is nothing to
+// look at yet (or another caller holds the queue: look again), and
+// TakeOther when something else comes first (a message for another
+// address, a packet that is no eager message, an eager message t did not
+// take, or a transport that cannot tell): the caller must then let
+// Progress deliver it, in order, before it takes anything after it. It
+// never waits. t runs with the transport's queue locked: the rules of
+// EagerReceiver.ReceiveEager apply to it.
+type EagerTaker interface {
+	TakeEager(w int, from, to Addr, t EagerTake) Take
+}
+
+// EagerTake decides whether to take one eager message that an EagerTaker
+// offers: it copies data out and reports true, or changes nothing and
+// reports false. data is valid only during the call.
+type EagerTake interface {
+	TakeEager(h EagerHeader, data []byte) bool
+}
+
+// Take is the outcome of EagerTaker.TakeEager.
+type Take uint8
+
+// The outcomes of EagerTaker.TakeEager.
+const (
+	TakeNone  Take = iota // nothing to look at yet
+	Took                  // the message was taken and consumed
+	TakeOther             // something else comes first: leave it to Progress
+)
+
 // EagerReceiver is implemented by Receivers that can take an eager message
 // straight from a transport's memory, without a packet, when a receive is
 // posted for it. ReceiveEager reports whether it took the message (it has

@@ -59,8 +59,10 @@ type Transport struct {
 	// or itself; nil for the others.
 	out []*outRing
 	// in are the rings of this process's segment: its own first, then one
-	// per peer.
+	// per peer; inBy holds them by the process that sends into them (nil
+	// for the processes that do not).
 	in   []*inRing
+	inBy []*inRing
 	self *segment
 	segs []*segment // every mapping: self first
 
@@ -238,6 +240,10 @@ func New(cfg Config) (*Transport, error) {
 		} else {
 			copies++
 		}
+	}
+	t.inBy = make([]*inRing, len(t.out))
+	for _, ir := range t.in {
+		t.inBy[ir.from] = ir
 	}
 	if err := ex.Fence(); err != nil {
 		fenced = 2
