@@ -93,6 +93,39 @@ func (t *Table[M, R]) TryArrive(k Key) (r *R, ok bool, err error) {
 	return toRecv[R](p), ok, nil
 }
 
+// Vacant is the hold Vacate took of an exact key's chain; Release lets it
+// go. The zero Vacant holds nothing.
+type Vacant struct{ h *pair }
+
+// Release ends the hold: posts and arrivals of the key go on.
+func (v Vacant) Release() { v.h.b.unlock() }
+
+// Vacate reports whether nothing is queued or posted under the exact key k
+// and no wildcard receive is posted, and if so holds k's chain until
+// Release: no receive or message of k can come meanwhile. A caller that
+// takes a message of k from a transport itself during the hold matches it
+// as a receive posted and matched at that moment would: no receive posted
+// before it is passed over, and no message of k that arrived before it is
+// left behind. It returns false, holding nothing, for a wildcard key.
+func (t *Table[M, R]) Vacate(k Key) (Vacant, bool) {
+	if k.IsWildcard() {
+		return Vacant{}, false
+	}
+	h := t.c.chain(k.v)
+	h.b.lock()
+	// wild also counts wildcard Posts under way: one that adds to it after
+	// this load comes after the hold.
+	if t.c.wild.Load() != 0 {
+		h.b.unlock()
+		return Vacant{}, false
+	}
+	if p, _, _, _ := find(h, k.v); p != nil {
+		h.b.unlock()
+		return Vacant{}, false
+	}
+	return Vacant{h}, true
+}
+
 // TryArriveRun is TryArrive for len(rs) messages that arrived one after
 // the other with the same exact key k, under one lock of k's bucket: it
 // removes the receives posted for k, the earliest first, one per message,

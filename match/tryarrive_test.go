@@ -3,6 +3,7 @@ package match
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 // TryArrive matches like Arrive and never queues.
@@ -200,3 +201,78 @@ func newIntTable(t *testing.T) *Table[int, int] {
 
 // wildPosted reports whether tb holds a posted wildcard receive.
 func wildPosted(tb *Table[int, int]) bool { return tb.c.wild.Load() != 0 }
+
+// Vacate holds an exact key's chain only while nothing is queued or posted
+// under it and no wildcard receive is posted; while it holds, a Post of
+// the key waits for Release.
+func TestVacate(t *testing.T) {
+	tb, err := New[int, int](Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, other := MustKey(1, 2, 3), MustKey(1, 2, 4)
+	vacant := func(what string, want bool) {
+		t.Helper()
+		v, ok := tb.Vacate(k)
+		if ok != want {
+			t.Fatalf("%s: Vacate = %t, want %t", what, ok, want)
+		}
+		if ok {
+			v.Release()
+		}
+	}
+	vacant("empty table", true)
+	if _, ok := tb.Vacate(MustKey(1, AnySource, 3)); ok {
+		t.Fatal("Vacate held a wildcard key")
+	}
+	m := 7
+	if _, _, err := tb.Arrive(other, &m); err != nil {
+		t.Fatal(err)
+	}
+	vacant("a message of another key queued", true)
+	if _, _, err := tb.Arrive(k, &m); err != nil {
+		t.Fatal(err)
+	}
+	vacant("a message of the key queued", false)
+	if got, _, ok, err := tb.Post(k, new(int)); !ok || err != nil || got != &m {
+		t.Fatalf("Post after the message: %v %v %v", got, ok, err)
+	}
+	vacant("the message taken", true)
+	r := 1
+	if _, _, ok, err := tb.Post(k, &r); ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	vacant("a receive of the key posted", false)
+	if got, ok, _ := tb.TryArrive(k); !ok || got != &r {
+		t.Fatal("the posted receive was not there")
+	}
+	rw := 2
+	if _, _, ok, err := tb.Post(MustKey(1, AnySource, 9), &rw); ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	vacant("a wildcard receive of another tag posted", false)
+	if got, ok, _ := tb.TryArrive(MustKey(1, 5, 9)); !ok || got != &rw {
+		t.Fatal("the wildcard receive was not there")
+	}
+	vacant("the wildcard taken", true)
+
+	// A Post of the key waits while Vacate holds.
+	v, ok := tb.Vacate(k)
+	if !ok {
+		t.Fatal("Vacate refused an empty table")
+	}
+	posted := make(chan struct{})
+	go func() {
+		r := 3
+		_, _, _, _ = tb.Post(k, &r)
+		close(posted)
+	}()
+	select {
+	case <-posted:
+		t.Fatal("a Post of the key went through the hold")
+	case <-time.After(20 * time.Millisecond):
+	}
+	v.Release()
+	<-posted
+	vacant("a receive posted after the hold", false)
+}
