@@ -79,6 +79,18 @@ func (f *Fiber) WorkerIdle() bool {
 	return f.w.cur == f && !f.w.othersRunnable(f.slot)
 }
 
+// WorkerAlone reports whether f is the only fiber of its worker, and its
+// worker has nothing else to do (WorkerIdle): no other fiber lives on it,
+// not even a blocked one, and none waits for a slot. It must be called
+// from f itself. A fiber that takes what it waits for without polling for
+// anyone else (endpoint's blocking Recv from another process) does so only
+// while it is alone: a blocked fiber of the worker would wait for the
+// polling it skips.
+func (f *Fiber) WorkerAlone() bool {
+	w := f.w
+	return len(w.fibers)-len(w.free) == 1 && w.pendHead == len(w.pending) && f.WorkerIdle()
+}
+
 // Wait blocks the fiber until e has fired; it is e.Wait(f.Waiter()).
 func (f *Fiber) Wait(e *Event) { e.Wait(&f.waiter) }
 
