@@ -79,8 +79,12 @@ type Endpoint struct {
 
 	// dst caches what a send needs to know of its destination, for the
 	// last one this handle sent to: none of it changes while the process
-	// lives.
-	dst dest
+	// lives. src is the same for the last source a blocking Recv took a
+	// message from itself (takeRecv), and take that Recv's envelope.
+	dst   dest
+	src   dest
+	take  taking
+	takes uint64 // messages takeRecv took (tests read it)
 
 	// rec is the registration as the watchdogs see it (job.go).
 	rec *caller
@@ -105,6 +109,9 @@ type dest struct {
 	// mover is the transport that moves a rendezvous message's bytes to
 	// to itself (rdma.Mover; remote only); nil: RTR, Put and Done.
 	mover rdma.Mover
+	// taker is eager's rdma.EagerTaker, if it is one (remote only): a
+	// blocking Recv from to may take its message itself (takeRecv).
+	taker rdma.EagerTaker
 }
 
 // dest returns the handle's knowledge of destination to, looked up if to
@@ -118,6 +125,12 @@ func (e *Endpoint) dest(to rdma.Addr) *dest {
 
 // lookDest is dest's lookup.
 func (e *Endpoint) lookDest(to rdma.Addr) *dest {
+	e.dst = e.lookup(to)
+	return &e.dst
+}
+
+// lookup finds out what dest holds for address to.
+func (e *Endpoint) lookup(to rdma.Addr) dest {
 	p := e.c.p
 	d := dest{to: to, set: true, remote: p.remote(to)}
 	if d.remote {
@@ -132,8 +145,10 @@ func (e *Endpoint) lookDest(to rdma.Addr) *dest {
 			d.eager = p.eagerRouter.EagerVia(to)
 		}
 	}
-	e.dst = d
-	return &e.dst
+	if d.remote {
+		d.taker, _ = d.eager.(rdma.EagerTaker)
+	}
+	return d
 }
 
 // Rank returns the endpoint's rank in its world.
@@ -700,7 +715,12 @@ func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool
 
 // Recv receives into buf a message from src (or AnySource) with tag (or
 // AnyTag) on c, and returns its status. A fiber yields while it waits, a
-// goroutine parks.
+// goroutine parks. A fiber alone on its worker, receiving from a given
+// source and tag in another process of the node, first spins for a while
+// looking at the shared-memory ring that source sends into, and takes its
+// message from there itself when it comes first and nothing posted or
+// queued here precedes it (MPI's order is kept): the receive is then never
+// posted, and the message never delivered through Progress.
 func (e *Endpoint) Recv(c Comm, src, tag int, buf []byte) (Status, error) {
 	if e.c.tr != nil {
 		return e.tracedRecv(c, src, tag, buf)
@@ -710,6 +730,9 @@ func (e *Endpoint) Recv(c Comm, src, tag int, buf []byte) (Status, error) {
 	}
 	if invariants.Enabled {
 		defer e.leave() // the busy count of enter: nothing else to undo
+	}
+	if st, ok := e.takeRecv(c, src, tag, buf); ok {
+		return st, nil
 	}
 	r := e.scratch
 	r.reset(reqRecv, e.c, e.waiter)

@@ -1,0 +1,270 @@
+//go:build linux
+
+package endpoint_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/fibermpi/fibermpi/endpoint"
+	"github.com/fibermpi/fibermpi/fiber"
+	"github.com/fibermpi/fibermpi/internal/invariants"
+	"github.com/fibermpi/fibermpi/internal/jobtest"
+	"github.com/fibermpi/fibermpi/internal/testenv"
+)
+
+// inTakeJob runs body as one fiber in each of two processes simulated in
+// this OS process and joined by shared memory (rdma/shm), with progress
+// from the workers (ProgressIdle), so that a blocking Recv of a fiber that
+// has its worker to itself may take its message from the ring itself.
+func inTakeJob(t *testing.T, body func(h *endpoint.Endpoint) error) {
+	t.Helper()
+	boots := jobtest.NewMemJob(2)
+	errs := make(chan error, 2)
+	for i := range 2 {
+		go func() {
+			errs <- func() error {
+				p, err := endpoint.Init(endpoint.ThreadMultiple, endpoint.Options{Workers: 1, Bootstrap: boots[i]})
+				if err != nil {
+					return err
+				}
+				defer p.Finalize()
+				done := make(chan error, 1)
+				if err := p.Scheduler().Spawn(func(f *fiber.Fiber) {
+					h, err := p.World().Register(f.Waiter())
+					if err != nil {
+						done <- err
+						return
+					}
+					defer h.Unregister()
+					done <- body(h)
+				}); err != nil {
+					return err
+				}
+				select {
+				case err := <-done:
+					if err != nil {
+						return fmt.Errorf("process %d: %w", i, err)
+					}
+					return nil
+				case <-time.After(time.Minute):
+					return fmt.Errorf("process %d: no end in a minute", i)
+				}
+			}()
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func word(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+
+func put(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.LittleEndian.PutUint64(b, v)
+	return b
+}
+
+// A ping-pong between two processes: the blocking Recvs take their
+// messages from the ring (takeRecv), each the one it should get.
+func TestTakeRecvPingPong(t *testing.T) {
+	const rounds = 2000
+	var took uint64
+	inTakeJob(t, func(h *endpoint.Endpoint) error {
+		w, me := h.World(), h.Rank()
+		buf := make([]byte, 8)
+		for i := range uint64(rounds) {
+			if me == 0 {
+				if err := h.Send(w, 0, 1, 3, put(i)); err != nil {
+					return err
+				}
+			}
+			st, err := h.Recv(w, 1-me, 3, buf)
+			if err != nil {
+				return err
+			}
+			if st.Source != int32(1-me) || st.Tag != 3 || st.Count != 8 || word(buf) != i {
+				return fmt.Errorf("round %d: got %d, status %+v", i, word(buf), st)
+			}
+			if me == 1 {
+				if err := h.Send(w, me, 0, 3, put(i)); err != nil {
+					return err
+				}
+			}
+		}
+		if me == 1 {
+			took = endpoint.Takes(h)
+		}
+		// The rounds allocate nothing: process 1 counts the job's
+		// allocations over rounds more, process 0 plays its part.
+		var before, after runtime.MemStats
+		if me == 1 {
+			runtime.ReadMemStats(&before)
+		}
+		out := make([]byte, 8)
+		for i := range uint64(rounds) {
+			if me == 0 {
+				binary.LittleEndian.PutUint64(out, i)
+				if err := h.Send(w, 0, 1, 3, out); err != nil {
+					return err
+				}
+			}
+			if _, err := h.Recv(w, 1-me, 3, buf); err != nil {
+				return err
+			}
+			if me == 1 {
+				if err := h.Send(w, me, 0, 3, buf); err != nil {
+					return err
+				}
+			}
+		}
+		if me == 1 && !testenv.RaceEnabled && !invariants.Enabled {
+			runtime.ReadMemStats(&after)
+			// A few allocations of the runtime's own may fall in the window.
+			if n := after.Mallocs - before.Mallocs; n > 5 {
+				return fmt.Errorf("%d round trips allocated %d times", rounds, n)
+			}
+		}
+		return nil
+	})
+	// How many Recvs find their message in the ring depends on timing
+	// (one whose message another poll delivered first posts and matches
+	// it), but the way is taken.
+	t.Logf("process 1 took %d of %d messages from the ring itself", took, rounds)
+	if took == 0 {
+		t.Errorf("process 1 took none of %d messages from the ring itself", rounds)
+	}
+}
+
+// What comes first is never passed over: a message of another tag at the
+// ring's head, messages of the key that wait in the matching table, a
+// wildcard receive and an exact receive posted before, a message longer
+// than the buffer.
+func TestTakeRecvOrder(t *testing.T) {
+	inTakeJob(t, func(h *endpoint.Endpoint) error {
+		w, me := h.World(), h.Rank()
+		if me == 0 {
+			// 1. Tag 1 then tag 2 twice.
+			for i, tag := range []int{1, 2, 2} {
+				if err := h.Send(w, 0, 1, tag, put(uint64(10+i))); err != nil {
+					return err
+				}
+			}
+			// 2. 100 messages of tag 4.
+			for i := range uint64(100) {
+				if err := h.Send(w, 0, 1, 4, put(100+i)); err != nil {
+					return err
+				}
+			}
+			// 3, 4, 5: on cue, one each.
+			for _, v := range []uint64{50, 51, 60, 61, 70} {
+				if _, err := h.Recv(w, 1, 99, nil); err != nil {
+					return err
+				}
+				if err := h.Send(w, 0, 1, int(v/10), put(v)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		buf := make([]byte, 8)
+		recv := func(tag int, want uint64) error {
+			st, err := h.Recv(w, 0, tag, buf)
+			if err != nil {
+				return fmt.Errorf("Recv tag %d: %w", tag, err)
+			}
+			if st.Count != 8 || st.Tag != int32(tag) || word(buf) != want {
+				return fmt.Errorf("Recv tag %d: got %d, status %+v; want %d", tag, word(buf), st, want)
+			}
+			return nil
+		}
+		// 1. The tag-1 message at the head goes to the table; the Recv
+		// of tag 2 gets the first tag-2 message, then tag 1, then the
+		// second tag 2.
+		if err := recv(2, 11); err != nil {
+			return err
+		}
+		if err := recv(1, 10); err != nil {
+			return err
+		}
+		if err := recv(2, 12); err != nil {
+			return err
+		}
+		// 2. Part of the tag-4 messages are delivered into the table by
+		// progress (the waits of an unrelated receive), part stay in the
+		// ring: they are received in the order sent.
+		var other endpoint.Request
+		if err := h.IrecvInto(&other, w, 0, 50, buf); err != nil {
+			return err
+		}
+		for range 20 {
+			if other.Test() {
+				return errors.New("a receive of tag 50 completed")
+			}
+		}
+		for i := range uint64(100) {
+			if err := recv(4, 100+i); err != nil {
+				return err
+			}
+		}
+		if !other.Cancel() {
+			return errors.New("the receive of tag 50 could not be cancelled")
+		}
+		if err := h.Wait(&other); !errors.Is(err, endpoint.ErrCancelled) {
+			return fmt.Errorf("the cancelled receive of tag 50: %v", err)
+		}
+		// 3. A wildcard receive posted first gets the first message of
+		// tag 5; the Recv the second.
+		var wild endpoint.Request
+		wbuf := make([]byte, 8)
+		if err := h.IrecvInto(&wild, w, endpoint.AnySource, 5, wbuf); err != nil {
+			return err
+		}
+		for range 2 {
+			if err := h.Send(w, me, 0, 99, nil); err != nil {
+				return err
+			}
+		}
+		if err := recv(5, 51); err != nil {
+			return err
+		}
+		if err := h.Wait(&wild); err != nil || word(wbuf) != 50 {
+			return fmt.Errorf("wildcard receive: %v, got %d", err, word(wbuf))
+		}
+		// 4. So does an exact receive posted first, for tag 6.
+		var exact endpoint.Request
+		ebuf := make([]byte, 8)
+		if err := h.IrecvInto(&exact, w, 0, 6, ebuf); err != nil {
+			return err
+		}
+		for range 2 {
+			if err := h.Send(w, me, 0, 99, nil); err != nil {
+				return err
+			}
+		}
+		if err := recv(6, 61); err != nil {
+			return err
+		}
+		if err := h.Wait(&exact); err != nil || word(ebuf) != 60 {
+			return fmt.Errorf("exact receive posted first: %v, got %d", err, word(ebuf))
+		}
+		// 5. A message longer than the buffer truncates.
+		if err := h.Send(w, me, 0, 99, nil); err != nil {
+			return err
+		}
+		short := make([]byte, 4)
+		st, err := h.Recv(w, 0, 7, short)
+		var te *endpoint.TruncateError
+		if !errors.As(err, &te) || st.Count != 4 || binary.LittleEndian.Uint32(short) != 70 {
+			return fmt.Errorf("short Recv: %v, status %+v, bytes %x; want a truncation", err, st, short)
+		}
+		return nil
+	})
+}
