@@ -65,16 +65,16 @@ func (e *Endpoint) takeRecv(c Comm, src, tag int, buf []byte) (Status, bool) {
 	if src < 0 || tag < 0 || src >= len(c.Addrs) || p.procs == 1 || p.opts.Progress == ProgressCaller {
 		return Status{}, false
 	}
-	f := e.waiter.Fiber()
-	if f == nil || !f.WorkerAlone() {
-		return Status{}, false
-	}
 	from := c.Addrs[src]
 	d := &e.src
 	if !d.set || d.to != from {
 		*d = e.lookup(from)
 	}
 	if d.taker == nil {
+		return Status{}, false
+	}
+	f := e.waiter.Fiber()
+	if f == nil || !f.WorkerAlone() {
 		return Status{}, false
 	}
 	key, ok := match.ExactKey(c.Context, int32(src), int32(tag))
