@@ -220,40 +220,32 @@ func TestTakeRecvOrder(t *testing.T) {
 		if err := h.Wait(&other); !errors.Is(err, endpoint.ErrCancelled) {
 			return fmt.Errorf("the cancelled receive of tag 50: %v", err)
 		}
-		// 3. A wildcard receive posted first gets the first message of
-		// tag 5; the Recv the second.
-		var wild endpoint.Request
-		wbuf := make([]byte, 8)
-		if err := h.IrecvInto(&wild, w, endpoint.AnySource, 5, wbuf); err != nil {
-			return err
-		}
-		for range 2 {
-			if err := h.Send(w, me, 0, 99, nil); err != nil {
+		// 3, 4. A receive posted first, a wildcard one, then an exact one,
+		// gets the first message of its tag; the Recv the second.
+		for _, pf := range []struct {
+			what          string
+			src, tag      int
+			first, second uint64
+		}{
+			{"a wildcard receive posted first", endpoint.AnySource, 5, 50, 51},
+			{"an exact receive posted first", 0, 6, 60, 61},
+		} {
+			var first endpoint.Request
+			fbuf := make([]byte, 8)
+			if err := h.IrecvInto(&first, w, pf.src, pf.tag, fbuf); err != nil {
 				return err
 			}
-		}
-		if err := recv(5, 51); err != nil {
-			return err
-		}
-		if err := h.Wait(&wild); err != nil || word(wbuf) != 50 {
-			return fmt.Errorf("wildcard receive: %v, got %d", err, word(wbuf))
-		}
-		// 4. So does an exact receive posted first, for tag 6.
-		var exact endpoint.Request
-		ebuf := make([]byte, 8)
-		if err := h.IrecvInto(&exact, w, 0, 6, ebuf); err != nil {
-			return err
-		}
-		for range 2 {
-			if err := h.Send(w, me, 0, 99, nil); err != nil {
+			for range 2 {
+				if err := h.Send(w, me, 0, 99, nil); err != nil {
+					return err
+				}
+			}
+			if err := recv(pf.tag, pf.second); err != nil {
 				return err
 			}
-		}
-		if err := recv(6, 61); err != nil {
-			return err
-		}
-		if err := h.Wait(&exact); err != nil || word(ebuf) != 60 {
-			return fmt.Errorf("exact receive posted first: %v, got %d", err, word(ebuf))
+			if err := h.Wait(&first); err != nil || word(fbuf) != pf.first {
+				return fmt.Errorf("%s: %v, got %d, want %d", pf.what, err, word(fbuf), pf.first)
+			}
 		}
 		// 5. A message longer than the buffer truncates.
 		if err := h.Send(w, me, 0, 99, nil); err != nil {
