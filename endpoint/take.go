@@ -8,8 +8,8 @@ import (
 
 // takeSpins bounds the looks takeRecv takes at a transport before the
 // blocking Recv posts its receive and waits as any other (spin, then
-// block). Each look is a try of the ring's lock and a load of its tail,
-// some tens of nanoseconds; the bound is of the order of spinTime.
+// block). A look at an empty ring is a poll's look (a few loads, no lock),
+// some tens of nanoseconds: the bound is of the order of spinTime.
 const takeSpins = 512
 
 // taking is the envelope and buffer of a blocking Recv that takes its
@@ -55,7 +55,8 @@ func (t *taking) TakeEager(h rdma.EagerHeader, data []byte) bool {
 // the receive's post, the delivery through Progress and the request's
 // completion. It reports false, having taken nothing, when anything else
 // comes first at the ring (Progress must deliver that, in order), when
-// another fiber of the worker can run, when a message of the key waits in
+// another fiber lives on the worker (fiber.Fiber.WorkerAlone: it would
+// wait for the polling this skips), when a message of the key waits in
 // the matching table (another goroutine's progress delivered it: the
 // receive's post matches it), and after takeSpins looks: Recv then posts
 // and waits as always. The fiber does not yield here; it spins, as a

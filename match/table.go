@@ -94,7 +94,7 @@ func (t *Table[M, R]) TryArrive(k Key) (r *R, ok bool, err error) {
 }
 
 // Vacant is the hold Vacate took of an exact key's chain; Release lets it
-// go. The zero Vacant holds nothing.
+// go. Release it once, and only a Vacant that Vacate returned with true.
 type Vacant struct{ h *pair }
 
 // Release ends the hold: posts and arrivals of the key go on.
