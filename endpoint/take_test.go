@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -259,4 +260,126 @@ func TestTakeRecvOrder(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Receives of one key from two workers of a process at once: a fiber whose
+// blocking Recvs take from the ring while a fiber of the other worker posts
+// wildcard receives and polls. Every message is received once, and each
+// receiver gets them in the order sent (MPI's non-overtaking, receive by
+// receive).
+func TestTakeRecvBesideWildcards(t *testing.T) {
+	const n = 3000
+	boots := jobtest.NewMemJob(2)
+	errs := make(chan error, 2)
+	for i := range 2 {
+		go func() {
+			errs <- func() error {
+				p, err := endpoint.Init(endpoint.ThreadMultiple, endpoint.Options{Workers: 2, Bootstrap: boots[i]})
+				if err != nil {
+					return err
+				}
+				defer p.Finalize()
+				if i == 0 {
+					return runOn(p, 0, func(h *endpoint.Endpoint) error {
+						w, buf := h.World(), make([]byte, 8)
+						for k := range uint64(n) {
+							binary.LittleEndian.PutUint64(buf, k)
+							if err := h.Send(w, 0, 1, 4, buf); err != nil {
+								return err
+							}
+						}
+						// Then as many empty messages as process 1's
+						// receivers have left: each ends one loop.
+						for range 2 {
+							if err := h.Send(w, 0, 1, 4, nil); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+				}
+				got := make(chan []uint64, 2)
+				recvLoop := func(wild bool) func(h *endpoint.Endpoint) error {
+					return func(h *endpoint.Endpoint) error {
+						w, buf := h.World(), make([]byte, 8)
+						var seen []uint64
+						defer func() { got <- seen }()
+						for {
+							var st endpoint.Status
+							if wild {
+								var r endpoint.Request
+								if err := h.IrecvInto(&r, w, endpoint.AnySource, 4, buf); err != nil {
+									return err
+								}
+								if err := h.Wait(&r); err != nil {
+									return err
+								}
+								st = r.Status()
+							} else {
+								var err error
+								if st, err = h.Recv(w, 0, 4, buf); err != nil {
+									return err
+								}
+							}
+							if st.Count == 0 {
+								return nil
+							}
+							v := word(buf)
+							if len(seen) > 0 && v <= seen[len(seen)-1] {
+								return fmt.Errorf("wildcard receiver %t: message %d after %d", wild, v, seen[len(seen)-1])
+							}
+							seen = append(seen, v)
+						}
+					}
+				}
+				done := make(chan error, 2)
+				go func() { done <- runOn(p, 0, recvLoop(false)) }()
+				go func() { done <- runOn(p, 1, recvLoop(true)) }()
+				for range 2 {
+					if err := <-done; err != nil {
+						return err
+					}
+				}
+				all := append(<-got, <-got...)
+				slices.Sort(all)
+				for k, v := range all {
+					if v != uint64(k) {
+						return fmt.Errorf("received %d messages, the %dth is %d: lost or twice", len(all), k, v)
+					}
+				}
+				if len(all) != n {
+					return fmt.Errorf("received %d messages of %d", len(all), n)
+				}
+				return nil
+			}()
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// runOn runs body as a fiber on worker i of p, registered with p's world
+// endpoint, and returns its error (or one after a minute).
+func runOn(p *endpoint.Process, i int, body func(h *endpoint.Endpoint) error) error {
+	done := make(chan error, 1)
+	if err := p.Scheduler().SpawnOn(i, func(f *fiber.Fiber) {
+		h, err := p.World().Register(f.Waiter())
+		if err != nil {
+			done <- err
+			return
+		}
+		defer h.Unregister()
+		done <- body(h)
+	}); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		return errors.New("no end in a minute")
+	}
 }
