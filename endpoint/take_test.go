@@ -18,43 +18,25 @@ import (
 	"github.com/fibermpi/fibermpi/internal/testenv"
 )
 
-// inTakeJob runs body as one fiber in each of two processes simulated in
-// this OS process and joined by shared memory (rdma/shm), with progress
-// from the workers (ProgressIdle), so that a blocking Recv of a fiber that
-// has its worker to itself may take its message from the ring itself.
-func inTakeJob(t *testing.T, body func(h *endpoint.Endpoint) error) {
+// inJob runs run in each of two processes simulated in this OS process and
+// joined by shared memory (rdma/shm), with workers fiber workers each and
+// progress from the workers (ProgressIdle).
+func inJob(t *testing.T, workers int, run func(p *endpoint.Process) error) {
 	t.Helper()
 	boots := jobtest.NewMemJob(2)
 	errs := make(chan error, 2)
 	for i := range 2 {
 		go func() {
 			errs <- func() error {
-				p, err := endpoint.Init(endpoint.ThreadMultiple, endpoint.Options{Workers: 1, Bootstrap: boots[i]})
+				p, err := endpoint.Init(endpoint.ThreadMultiple, endpoint.Options{Workers: workers, Bootstrap: boots[i]})
 				if err != nil {
 					return err
 				}
 				defer p.Finalize()
-				done := make(chan error, 1)
-				if err := p.Scheduler().Spawn(func(f *fiber.Fiber) {
-					h, err := p.World().Register(f.Waiter())
-					if err != nil {
-						done <- err
-						return
-					}
-					defer h.Unregister()
-					done <- body(h)
-				}); err != nil {
-					return err
+				if err := run(p); err != nil {
+					return fmt.Errorf("process %d: %w", i, err)
 				}
-				select {
-				case err := <-done:
-					if err != nil {
-						return fmt.Errorf("process %d: %w", i, err)
-					}
-					return nil
-				case <-time.After(time.Minute):
-					return fmt.Errorf("process %d: no end in a minute", i)
-				}
+				return nil
 			}()
 		}()
 	}
@@ -63,6 +45,14 @@ func inTakeJob(t *testing.T, body func(h *endpoint.Endpoint) error) {
 			t.Error(err)
 		}
 	}
+}
+
+// inTakeJob runs body as the one fiber of each of two processes (inJob),
+// so that a blocking Recv, alone on its worker, may take its message from
+// the ring itself.
+func inTakeJob(t *testing.T, body func(h *endpoint.Endpoint) error) {
+	t.Helper()
+	inJob(t, 1, func(p *endpoint.Process) error { return runOn(p, 0, body) })
 }
 
 func word(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
@@ -269,96 +259,80 @@ func TestTakeRecvOrder(t *testing.T) {
 // receive).
 func TestTakeRecvBesideWildcards(t *testing.T) {
 	const n = 3000
-	boots := jobtest.NewMemJob(2)
-	errs := make(chan error, 2)
-	for i := range 2 {
-		go func() {
-			errs <- func() error {
-				p, err := endpoint.Init(endpoint.ThreadMultiple, endpoint.Options{Workers: 2, Bootstrap: boots[i]})
-				if err != nil {
-					return err
-				}
-				defer p.Finalize()
-				if i == 0 {
-					return runOn(p, 0, func(h *endpoint.Endpoint) error {
-						w, buf := h.World(), make([]byte, 8)
-						for k := range uint64(n) {
-							binary.LittleEndian.PutUint64(buf, k)
-							if err := h.Send(w, 0, 1, 4, buf); err != nil {
-								return err
-							}
-						}
-						// Then as many empty messages as process 1's
-						// receivers have left: each ends one loop.
-						for range 2 {
-							if err := h.Send(w, 0, 1, 4, nil); err != nil {
-								return err
-							}
-						}
-						return nil
-					})
-				}
-				got := make(chan []uint64, 2)
-				recvLoop := func(wild bool) func(h *endpoint.Endpoint) error {
-					return func(h *endpoint.Endpoint) error {
-						w, buf := h.World(), make([]byte, 8)
-						var seen []uint64
-						defer func() { got <- seen }()
-						for {
-							var st endpoint.Status
-							if wild {
-								var r endpoint.Request
-								if err := h.IrecvInto(&r, w, endpoint.AnySource, 4, buf); err != nil {
-									return err
-								}
-								if err := h.Wait(&r); err != nil {
-									return err
-								}
-								st = r.Status()
-							} else {
-								var err error
-								if st, err = h.Recv(w, 0, 4, buf); err != nil {
-									return err
-								}
-							}
-							if st.Count == 0 {
-								return nil
-							}
-							v := word(buf)
-							if len(seen) > 0 && v <= seen[len(seen)-1] {
-								return fmt.Errorf("wildcard receiver %t: message %d after %d", wild, v, seen[len(seen)-1])
-							}
-							seen = append(seen, v)
-						}
-					}
-				}
-				done := make(chan error, 2)
-				go func() { done <- runOn(p, 0, recvLoop(false)) }()
-				go func() { done <- runOn(p, 1, recvLoop(true)) }()
-				for range 2 {
-					if err := <-done; err != nil {
+	inJob(t, 2, func(p *endpoint.Process) error {
+		if p.Rank() == 0 {
+			return runOn(p, 0, func(h *endpoint.Endpoint) error {
+				w, buf := h.World(), make([]byte, 8)
+				for k := range uint64(n) {
+					binary.LittleEndian.PutUint64(buf, k)
+					if err := h.Send(w, 0, 1, 4, buf); err != nil {
 						return err
 					}
 				}
-				all := append(<-got, <-got...)
-				slices.Sort(all)
-				for k, v := range all {
-					if v != uint64(k) {
-						return fmt.Errorf("received %d messages, the %dth is %d: lost or twice", len(all), k, v)
+				// Then an empty message for each of process 1's
+				// receivers: each ends one loop.
+				for range 2 {
+					if err := h.Send(w, 0, 1, 4, nil); err != nil {
+						return err
 					}
 				}
-				if len(all) != n {
-					return fmt.Errorf("received %d messages of %d", len(all), n)
-				}
 				return nil
-			}()
-		}()
-	}
-	for range 2 {
-		if err := <-errs; err != nil {
-			t.Error(err)
+			})
 		}
-	}
+		got := make(chan []uint64, 2)
+		recvLoop := func(wild bool) func(h *endpoint.Endpoint) error {
+			return func(h *endpoint.Endpoint) error {
+				w, buf := h.World(), make([]byte, 8)
+				var seen []uint64
+				defer func() { got <- seen }()
+				for {
+					var st endpoint.Status
+					if wild {
+						var r endpoint.Request
+						if err := h.IrecvInto(&r, w, endpoint.AnySource, 4, buf); err != nil {
+							return err
+						}
+						if err := h.Wait(&r); err != nil {
+							return err
+						}
+						st = r.Status()
+					} else {
+						var err error
+						if st, err = h.Recv(w, 0, 4, buf); err != nil {
+							return err
+						}
+					}
+					if st.Count == 0 {
+						return nil
+					}
+					v := word(buf)
+					if len(seen) > 0 && v <= seen[len(seen)-1] {
+						return fmt.Errorf("wildcard receiver %t: message %d after %d", wild, v, seen[len(seen)-1])
+					}
+					seen = append(seen, v)
+				}
+			}
+		}
+		done := make(chan error, 2)
+		go func() { done <- runOn(p, 0, recvLoop(false)) }()
+		go func() { done <- runOn(p, 1, recvLoop(true)) }()
+		for range 2 {
+			if err := <-done; err != nil {
+				return err
+			}
+		}
+		all := append(<-got, <-got...)
+		slices.Sort(all)
+		for k, v := range all {
+			if v != uint64(k) {
+				return fmt.Errorf("received %d messages, the %dth is %d: lost or twice", len(all), k, v)
+			}
+		}
+		if len(all) != n {
+			return fmt.Errorf("received %d messages of %d", len(all), n)
+		}
+		return nil
+	})
 }
 
 // runOn runs body as a fiber on worker i of p, registered with p's world
