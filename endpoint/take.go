@@ -84,9 +84,7 @@ func (e *Endpoint) takeRecv(c Comm, src, tag int, buf []byte) (Status, bool) {
 	}
 	// Anything under the key, or a wildcard receive, goes the general way
 	// at once: a receive that would not take the ring's next message.
-	if v, ok := e.c.table.Vacate(key); ok {
-		v.Release()
-	} else {
+	if !e.c.vacant(key) {
 		return Status{}, false
 	}
 	t := &e.take
@@ -111,15 +109,21 @@ func (e *Endpoint) takeSpin(tk rdma.EagerTaker, f *fiber.Fiber, from rdma.Addr, 
 			return false
 		}
 		if i%8 == 0 {
-			if !f.WorkerAlone() {
+			if !f.WorkerAlone() || !e.c.vacant(t.key) {
 				return false
 			}
-			v, ok := e.c.table.Vacate(t.key)
-			if !ok {
-				return false
-			}
-			v.Release()
 		}
 	}
 	return false
+}
+
+// vacant reports whether nothing is queued or posted under key and no
+// wildcard receive is posted, at the moment it looks (match.Table.Vacate,
+// released at once).
+func (c *core) vacant(key match.Key) bool {
+	v, ok := c.table.Vacate(key)
+	if ok {
+		v.Release()
+	}
+	return ok
 }

@@ -28,9 +28,6 @@ func (t *Transport) TakeEager(w int, from, to rdma.Addr, tk rdma.EagerTake) rdma
 	if !ir.pending() {
 		return rdma.TakeNone
 	}
-	if ir.queued.Load() != 0 {
-		return rdma.TakeOther
-	}
 	if !ir.lk.tryDeliver() {
 		return rdma.TakeNone // a deliverer has it: it may be taking this very record
 	}
