@@ -190,16 +190,19 @@ type EagerRouter interface {
 
 // EagerTaker is implemented by transports that let a waiting receiver take
 // an eager message from their memory itself, instead of waiting for
-// Progress to deliver it (rdma/shm). TakeEager looks at the next message
-// from the process of address from (in arrival order, everything that
-// process sent to this one before it included): if it is an eager message
-// for to, it offers it to t, and consumes it if t.TakeEager takes it. It
-// reports Took when it consumed one, TakeNone when there is nothing to
-// look at yet (or another caller holds the queue: look again), and
+// Progress to deliver it (rdma/shm, rdma/mpi). TakeEager looks at the next
+// message from the process of address from (in arrival order, everything
+// that process sent to this one before it included): if it is an eager
+// message for to, it offers it to t, and consumes it if t.TakeEager takes
+// it. It reports Took when it consumed one, TakeNone when there is nothing
+// to look at yet (or another caller holds the queue: look again), and
 // TakeOther when something else comes first (a message for another
 // address, a packet that is no eager message, an eager message t did not
 // take, or a transport that cannot tell): the caller must then let
-// Progress deliver it, in order, before it takes anything after it. It
+// Progress deliver it, in order, before it takes anything after it. A
+// transport whose arrivals from every process share one queue (rdma/mpi)
+// may look at the next arrival from any process, and deliver what it does
+// not offer or t does not take as Progress would, reporting TakeOther. It
 // never waits. t runs with the transport's queue locked: the rules of
 // EagerReceiver.ReceiveEager apply to it.
 type EagerTaker interface {

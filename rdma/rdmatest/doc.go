@@ -71,6 +71,12 @@
 //     some through ReceiveEager (rdma.EagerReceiver) and refuses others,
 //     which then come through Receive; SendEager to an unbound address or
 //     of a message longer than a packet reports false.
+//   - Messages a receiver takes itself (transports that are
+//     rdma.EagerTakers only): with the same traffic, a taker that takes
+//     some of the eager messages TakeEager offers and refuses others, and
+//     Progress after every TakeOther, every message arrives once and in
+//     order, taken or delivered; TakeEager for another address is never
+//     offered a message of address 0, and some messages are taken.
 //   - Re-entrancy: a Receiver may Send (re-using the packet it was given),
 //     Register, Put and Deregister from inside Receive; the suite runs a
 //     rendezvous (RTS, RTR, Put, Done) entirely from Receivers.

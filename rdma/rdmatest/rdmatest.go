@@ -87,6 +87,7 @@ var cases = []struct {
 	{"SendFromReceive", testSendFromReceive},
 	{"Eager", testEager},
 	{"EagerRuns", testEagerRuns},
+	{"Take", testTake},
 	{"Rendezvous", testRendezvous},
 	{"StartPut", testStartPut},
 	{"NoPeer", testNoPeer},
