@@ -35,7 +35,11 @@
 // rdma.EagerReceiver): SendEager copies the caller's bytes by that same
 // cgo call, and an eager arrival for a receive already posted goes from
 // its ring slot straight into the receive's buffer when nothing that came
-// before it waits for delivery. A hot operation is one cgo call (a send;
+// before it waits for delivery. A blocking Recv of a fiber alone on its
+// worker may also poll itself and take such an arrival for its own
+// envelope before any receive is posted (rdma.EagerTaker; the
+// endpoint's take path): the arrival then skips the receive's post and
+// completion. A hot operation is one cgo call (a send;
 // a Progress with nothing new, which also takes no lock but MPI's and
 // allocates nothing). A send is not tested after MPI_Isend: a poll
 // retires completed sends with one MPI_Testsome once 16 are active. A

@@ -250,6 +250,14 @@ type Transport struct {
 	// already posted may then go straight from the ring to its
 	// EagerReceiver (arrive), once dheld says this poll holds dmu.
 	direct, dheld bool
+	// take is the receiver a TakeEager call offers this poll's direct
+	// eager arrivals for take.to to first (nil outside TakeEager), and
+	// whether it took one. Under the MPI lock.
+	take struct {
+		to   rdma.Addr
+		tk   rdma.EagerTake
+		took bool
+	}
 	waits         map[uint64]*waiter
 	nextID        uint64
 	ops           []op
@@ -299,6 +307,7 @@ var (
 	_ rdma.Sleeper     = (*Transport)(nil)
 	_ rdma.PutStarter  = (*Transport)(nil)
 	_ rdma.EagerSender = (*Transport)(nil)
+	_ rdma.EagerTaker  = (*Transport)(nil)
 )
 
 const exchangeKey = "fibermpi/mpi"
@@ -1025,16 +1034,43 @@ func (t *Transport) unbusy(g *region) {
 // poll that finds nothing takes two locked instructions (the MPI lock's)
 // and one cgo call.
 func (t *Transport) Progress(w int) int {
+	n, _ := t.progress(w, 0, nil)
+	return n
+}
+
+// TakeEager implements rdma.EagerTaker. It polls as Progress does, and
+// offers an eager message for to that the poll could hand straight to its
+// receiver (receiveEager: nothing that arrived before it waits for
+// delivery) to tk first. MPI has one ring for every process, so the
+// message looked at is the next one from any process, not only from
+// from's: one for another address, or one tk does not take, is delivered
+// as Progress delivers it, and TakeEager then reports TakeOther, as it
+// does for anything else the poll handled.
+func (t *Transport) TakeEager(w int, from, to rdma.Addr, tk rdma.EagerTake) rdma.Take {
+	switch n, took := t.progress(w, to, tk); {
+	case took:
+		return rdma.Took
+	case n > 0 || t.closed.Load():
+		return rdma.TakeOther
+	default:
+		return rdma.TakeNone
+	}
+}
+
+// progress is Progress; tk, if not nil, is offered the eager arrivals for
+// to first (TakeEager), and took reports whether it took one.
+func (t *Transport) progress(w int, to rdma.Addr, tk rdma.EagerTake) (n int, took bool) {
 	if t.closed.Load() {
-		return 0
+		return 0, false
 	}
 	if !t.polled.Load() {
 		t.polled.Store(true)
 	}
-	n, held := 0, false
+	held := false
 	if cmpi.TryLock() {
 		if !t.closed.Load() {
 			t.direct = true
+			t.take.to, t.take.tk = to, tk
 			spin := 0
 			if t.idle >= 2 {
 				spin = max(t.cfg.Spin, 0)
@@ -1045,8 +1081,9 @@ func (t *Transport) Progress(w int) int {
 			} else {
 				t.idle = 0
 			}
-			held = t.dheld
+			held, took = t.dheld, t.take.took
 			t.direct, t.dheld = false, false
+			t.take.tk, t.take.took = nil, false
 		}
 		cmpi.Unlock()
 	}
@@ -1054,7 +1091,10 @@ func (t *Transport) Progress(w int) int {
 		n += t.deliver(w)
 		t.dmu.Unlock()
 	}
-	return n
+	if took {
+		n-- // the message taken is no event of Progress's
+	}
+	return n, took
 }
 
 // deliver hands the arrivals waiting in the inbox to their Receivers; the
@@ -1431,7 +1471,15 @@ func (t *Transport) receiveEager(w int, to rdma.Addr, msg []byte) bool {
 	// the lookup.
 	empty := t.ihead == len(t.inbox) && len(t.release) == 0 && (len(t.held) == 0 || len(t.held[to]) == 0)
 	t.imu.Unlock()
-	return empty && b.er.ReceiveEager(w, rdma.EagerHeader{From: rdma.Addr(from), Context: ctx, Source: src, Tag: tag}, msg[headSize:headSize+n])
+	if !empty {
+		return false
+	}
+	h, data := rdma.EagerHeader{From: rdma.Addr(from), Context: ctx, Source: src, Tag: tag}, msg[headSize:headSize+n]
+	if t.take.tk != nil && !t.take.took && to == t.take.to && t.take.tk.TakeEager(h, data) {
+		t.take.took = true
+		return true
+	}
+	return b.er.ReceiveEager(w, h, data)
 }
 
 // push appends a to the inbox, moving the waiting arrivals to the front of
