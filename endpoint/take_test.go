@@ -139,117 +139,159 @@ func TestTakeRecvPingPong(t *testing.T) {
 // wildcard receive and an exact receive posted before, a message longer
 // than the buffer.
 func TestTakeRecvOrder(t *testing.T) {
-	inTakeJob(t, func(h *endpoint.Endpoint) error {
+	inTakeJob(t, takeOrder)
+}
+
+// TestJobTake runs TestTakeRecvOrder's exchanges, then a ping-pong, over
+// every transport of the multi-transport suite (and, under an MPI's
+// launcher, over rdma/mpi: scripts/test-mpi.sh). Where the transport lets
+// a receiver take its messages (rdma.EagerTaker), the ping-pong's Recvs
+// take some of them.
+func TestJobTake(t *testing.T) {
+	jobtest.Run(t, 2, endpoint.ThreadSingle, func(h *endpoint.Endpoint) error {
+		if err := takeOrder(h); err != nil {
+			return err
+		}
 		w, me := h.World(), h.Rank()
-		if me == 0 {
-			// 1. Tag 1 then tag 2 twice.
-			for i, tag := range []int{1, 2, 2} {
-				if err := h.Send(w, 0, 1, tag, put(uint64(10+i))); err != nil {
-					return err
-				}
-			}
-			// 2. 100 messages of tag 4.
-			for i := range uint64(100) {
-				if err := h.Send(w, 0, 1, 4, put(100+i)); err != nil {
-					return err
-				}
-			}
-			// 3, 4, 5: on cue, one each.
-			for _, v := range []uint64{50, 51, 60, 61, 70} {
-				if _, err := h.Recv(w, 1, 99, nil); err != nil {
-					return err
-				}
-				if err := h.Send(w, 0, 1, int(v/10), put(v)); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
 		buf := make([]byte, 8)
-		recv := func(tag int, want uint64) error {
-			st, err := h.Recv(w, 0, tag, buf)
-			if err != nil {
-				return fmt.Errorf("Recv tag %d: %w", tag, err)
-			}
-			if st.Count != 8 || st.Tag != int32(tag) || word(buf) != want {
-				return fmt.Errorf("Recv tag %d: got %d, status %+v; want %d", tag, word(buf), st, want)
-			}
-			return nil
-		}
-		// 1. The tag-1 message at the head goes to the table; the Recv
-		// of tag 2 gets the first tag-2 message, then tag 1, then the
-		// second tag 2.
-		if err := recv(2, 11); err != nil {
-			return err
-		}
-		if err := recv(1, 10); err != nil {
-			return err
-		}
-		if err := recv(2, 12); err != nil {
-			return err
-		}
-		// 2. Part of the tag-4 messages are delivered into the table by
-		// progress (the waits of an unrelated receive), part stay in the
-		// ring: they are received in the order sent.
-		var other endpoint.Request
-		if err := h.IrecvInto(&other, w, 0, 50, buf); err != nil {
-			return err
-		}
-		for range 20 {
-			if other.Test() {
-				return errors.New("a receive of tag 50 completed")
-			}
-		}
-		for i := range uint64(100) {
-			if err := recv(4, 100+i); err != nil {
-				return err
-			}
-		}
-		if !other.Cancel() {
-			return errors.New("the receive of tag 50 could not be cancelled")
-		}
-		if err := h.Wait(&other); !errors.Is(err, endpoint.ErrCancelled) {
-			return fmt.Errorf("the cancelled receive of tag 50: %v", err)
-		}
-		// 3, 4. A receive posted first, a wildcard one, then an exact one,
-		// gets the first message of its tag; the Recv the second.
-		for _, pf := range []struct {
-			what          string
-			src, tag      int
-			first, second uint64
-		}{
-			{"a wildcard receive posted first", endpoint.AnySource, 5, 50, 51},
-			{"an exact receive posted first", 0, 6, 60, 61},
-		} {
-			var first endpoint.Request
-			fbuf := make([]byte, 8)
-			if err := h.IrecvInto(&first, w, pf.src, pf.tag, fbuf); err != nil {
-				return err
-			}
-			for range 2 {
-				if err := h.Send(w, me, 0, 99, nil); err != nil {
+		for i := range uint64(500) {
+			if me == 0 {
+				if err := h.Send(w, 0, 1, 3, put(i)); err != nil {
 					return err
 				}
 			}
-			if err := recv(pf.tag, pf.second); err != nil {
+			st, err := h.Recv(w, 1-me, 3, buf)
+			if err != nil {
 				return err
 			}
-			if err := h.Wait(&first); err != nil || word(fbuf) != pf.first {
-				return fmt.Errorf("%s: %v, got %d, want %d", pf.what, err, word(fbuf), pf.first)
+			if st.Count != 8 || word(buf) != i {
+				return fmt.Errorf("round %d: got %d, status %+v", i, word(buf), st)
+			}
+			if me == 1 {
+				if err := h.Send(w, 1, 0, 3, buf); err != nil {
+					return err
+				}
 			}
 		}
-		// 5. A message longer than the buffer truncates.
-		if err := h.Send(w, me, 0, 99, nil); err != nil {
-			return err
-		}
-		short := make([]byte, 4)
-		st, err := h.Recv(w, 0, 7, short)
-		var te *endpoint.TruncateError
-		if !errors.As(err, &te) || st.Count != 4 || binary.LittleEndian.Uint32(short) != 70 {
-			return fmt.Errorf("short Recv: %v, status %+v, bytes %x; want a truncation", err, st, short)
+		if endpoint.CanTake(h, 1-me) && endpoint.Takes(h) == 0 {
+			return errors.New("its Recvs could take their messages from the transport and took none")
 		}
 		return nil
 	})
+}
+
+// takeOrder is TestTakeRecvOrder's body, for ranks 0 and 1 of a world of
+// two processes.
+func takeOrder(h *endpoint.Endpoint) error {
+	w, me := h.World(), h.Rank()
+	if me == 0 {
+		// 1. Tag 1 then tag 2 twice.
+		for i, tag := range []int{1, 2, 2} {
+			if err := h.Send(w, 0, 1, tag, put(uint64(10+i))); err != nil {
+				return err
+			}
+		}
+		// 2. 100 messages of tag 4.
+		for i := range uint64(100) {
+			if err := h.Send(w, 0, 1, 4, put(100+i)); err != nil {
+				return err
+			}
+		}
+		// 3, 4, 5: on cue, one each.
+		for _, v := range []uint64{50, 51, 60, 61, 70} {
+			if _, err := h.Recv(w, 1, 99, nil); err != nil {
+				return err
+			}
+			if err := h.Send(w, 0, 1, int(v/10), put(v)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	buf := make([]byte, 8)
+	recv := func(tag int, want uint64) error {
+		st, err := h.Recv(w, 0, tag, buf)
+		if err != nil {
+			return fmt.Errorf("Recv tag %d: %w", tag, err)
+		}
+		if st.Count != 8 || st.Tag != int32(tag) || word(buf) != want {
+			return fmt.Errorf("Recv tag %d: got %d, status %+v; want %d", tag, word(buf), st, want)
+		}
+		return nil
+	}
+	// 1. The tag-1 message at the head goes to the table; the Recv
+	// of tag 2 gets the first tag-2 message, then tag 1, then the
+	// second tag 2.
+	if err := recv(2, 11); err != nil {
+		return err
+	}
+	if err := recv(1, 10); err != nil {
+		return err
+	}
+	if err := recv(2, 12); err != nil {
+		return err
+	}
+	// 2. Part of the tag-4 messages are delivered into the table by
+	// progress (the waits of an unrelated receive), part stay in the
+	// ring: they are received in the order sent.
+	var other endpoint.Request
+	if err := h.IrecvInto(&other, w, 0, 50, buf); err != nil {
+		return err
+	}
+	for range 20 {
+		if other.Test() {
+			return errors.New("a receive of tag 50 completed")
+		}
+	}
+	for i := range uint64(100) {
+		if err := recv(4, 100+i); err != nil {
+			return err
+		}
+	}
+	if !other.Cancel() {
+		return errors.New("the receive of tag 50 could not be cancelled")
+	}
+	if err := h.Wait(&other); !errors.Is(err, endpoint.ErrCancelled) {
+		return fmt.Errorf("the cancelled receive of tag 50: %v", err)
+	}
+	// 3, 4. A receive posted first, a wildcard one, then an exact one,
+	// gets the first message of its tag; the Recv the second.
+	for _, pf := range []struct {
+		what          string
+		src, tag      int
+		first, second uint64
+	}{
+		{"a wildcard receive posted first", endpoint.AnySource, 5, 50, 51},
+		{"an exact receive posted first", 0, 6, 60, 61},
+	} {
+		var first endpoint.Request
+		fbuf := make([]byte, 8)
+		if err := h.IrecvInto(&first, w, pf.src, pf.tag, fbuf); err != nil {
+			return err
+		}
+		for range 2 {
+			if err := h.Send(w, me, 0, 99, nil); err != nil {
+				return err
+			}
+		}
+		if err := recv(pf.tag, pf.second); err != nil {
+			return err
+		}
+		if err := h.Wait(&first); err != nil || word(fbuf) != pf.first {
+			return fmt.Errorf("%s: %v, got %d, want %d", pf.what, err, word(fbuf), pf.first)
+		}
+	}
+	// 5. A message longer than the buffer truncates.
+	if err := h.Send(w, me, 0, 99, nil); err != nil {
+		return err
+	}
+	short := make([]byte, 4)
+	st, err := h.Recv(w, 0, 7, short)
+	var te *endpoint.TruncateError
+	if !errors.As(err, &te) || st.Count != 4 || binary.LittleEndian.Uint32(short) != 70 {
+		return fmt.Errorf("short Recv: %v, status %+v, bytes %x; want a truncation", err, st, short)
+	}
+	return nil
 }
 
 // Receives of one key from two workers of a process at once: a fiber whose

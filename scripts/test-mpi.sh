@@ -105,6 +105,7 @@ echo "== multi-process harness over the MPI transport"
 job 2 endpoint 'TestJobPointToPoint/ranks=2/THREAD_SINGLE/procs=2/fmpirun$'
 job 2 endpoint 'TestJobFlood/procs=2/fmpirun$'
 job 2 endpoint 'TestJobLargeMessages/procs=2/fmpirun$'
+job 2 endpoint 'TestJobTake/procs=2/fmpirun$'
 job 2 comm 'TestJobCommunicators/procs=2/fmpirun$'
 job 3 endpoint 'TestJobPointToPoint/ranks=3/THREAD_MULTIPLE/procs=2/fmpirun$'
 job 3 comm 'TestJobCollectives/ranks=3/procs=2/fmpirun$'
