@@ -48,9 +48,10 @@ func (t *taking) TakeEager(h rdma.EagerHeader, data []byte) bool {
 
 // takeRecv is the first way of a blocking Recv from a fiber that has its
 // worker to itself, for a message from another process whose transport
-// lets a receiver take messages itself (rdma.EagerTaker: rdma/shm): the
-// fiber looks at the ring from src's process, and takes the eager message
-// at its head if it is for this endpoint with the receive's envelope, and
+// lets a receiver take messages itself (rdma.EagerTaker: rdma/shm, and
+// rdma/mpi, which polls MPI for it): the fiber looks at the ring from
+// src's process, and takes the eager message at its head if it is for
+// this endpoint with the receive's envelope, and
 // nothing is posted or queued under its key (taking.TakeEager). It skips
 // the receive's post, the delivery through Progress and the request's
 // completion. It reports false, having taken nothing, when anything else
