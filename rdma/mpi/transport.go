@@ -258,12 +258,12 @@ type Transport struct {
 		tk   rdma.EagerTake
 		took bool
 	}
-	waits         map[uint64]*waiter
-	nextID        uint64
-	ops           []op
-	reqs          []cmpi.Request
-	idx           []int32
-	inPut         map[int]int // by MPI rank: receives of that rank's Put bytes in flight
+	waits  map[uint64]*waiter
+	nextID uint64
+	ops    []op
+	reqs   []cmpi.Request
+	idx    []int32
+	inPut  map[int]int // by MPI rank: receives of that rank's Put bytes in flight
 	// asm joins the parts of packets longer than Config.Whole, by the
 	// MPI rank that sends them (kPacketFirst, kPacketMore). Under the
 	// MPI lock, as the ring.
