@@ -250,6 +250,12 @@ type Transport struct {
 	// already posted may then go straight from the ring to its
 	// EagerReceiver (arrive), once dheld says this poll holds dmu.
 	direct, dheld bool
+	waits         map[uint64]*waiter
+	nextID        uint64
+	ops           []op
+	reqs          []cmpi.Request
+	idx           []int32
+	inPut         map[int]int // by MPI rank: receives of that rank's Put bytes in flight
 	// take is the receiver a TakeEager call offers this poll's direct
 	// eager arrivals for take.to to first (nil outside TakeEager), and
 	// whether it took one. Under the MPI lock.
@@ -258,12 +264,6 @@ type Transport struct {
 		tk   rdma.EagerTake
 		took bool
 	}
-	waits  map[uint64]*waiter
-	nextID uint64
-	ops    []op
-	reqs   []cmpi.Request
-	idx    []int32
-	inPut  map[int]int // by MPI rank: receives of that rank's Put bytes in flight
 	// asm joins the parts of packets longer than Config.Whole, by the
 	// MPI rank that sends them (kPacketFirst, kPacketMore). Under the
 	// MPI lock, as the ring.
