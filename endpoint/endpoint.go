@@ -716,11 +716,12 @@ func (e *Endpoint) blockingSend(c Comm, me, dst, tag int, data []byte, sync bool
 // Recv receives into buf a message from src (or AnySource) with tag (or
 // AnyTag) on c, and returns its status. A fiber yields while it waits, a
 // goroutine parks. A fiber alone on its worker, receiving from a given
-// source and tag in another process of the node, first spins for a while
-// looking at the shared-memory ring that source sends into, and takes its
-// message from there itself when it comes first and nothing posted or
-// queued here precedes it (MPI's order is kept): the receive is then never
-// posted, and the message never delivered through Progress.
+// source and tag in another process, first spins for a while looking at
+// the shared-memory ring that source sends into (or polling MPI, over
+// rdma/mpi), and takes its message from there itself when it comes first
+// and nothing posted or queued here precedes it (MPI's order is kept): the
+// receive is then never posted, and the message never delivered through
+// Progress.
 func (e *Endpoint) Recv(c Comm, src, tag int, buf []byte) (Status, error) {
 	if e.c.tr != nil {
 		return e.tracedRecv(c, src, tag, buf)
