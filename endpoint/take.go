@@ -22,6 +22,10 @@ type taking struct {
 	src, tag int32
 	buf      []byte
 	n        int // bytes taken
+	// peer is the sender's offers and counts (the source's dest.offers):
+	// a message taken counts as arrived there, as ReceiveEager counts it.
+	// nil for a source in this process.
+	peer *peerOffers
 }
 
 var _ rdma.EagerTake = (*taking)(nil)
@@ -40,8 +44,8 @@ func (t *taking) TakeEager(h rdma.EagerHeader, data []byte) bool {
 	}
 	t.n = copy(t.buf, data)
 	v.Release()
-	if t.c.p.remote(h.From) {
-		t.c.off.counted(h.From, 1) // after matching, as ReceiveEager
+	if t.peer != nil {
+		t.peer.arrived.Add(1) // after matching, as ReceiveEager counts
 	}
 	return true
 }
@@ -89,7 +93,7 @@ func (e *Endpoint) takeRecv(c Comm, src, tag int, buf []byte) (Status, bool) {
 		return Status{}, false
 	}
 	t := &e.take
-	*t = taking{c: e.c, key: key, ctx: c.Context, src: int32(src), tag: int32(tag), buf: buf}
+	*t = taking{c: e.c, key: key, ctx: c.Context, src: int32(src), tag: int32(tag), buf: buf, peer: d.offers}
 	took := e.takeSpin(d.taker, f, from, t)
 	t.buf = nil // the caller's buffer is not kept
 	if !took {
