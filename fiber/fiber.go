@@ -85,10 +85,14 @@ func (f *Fiber) WorkerIdle() bool {
 // from f itself. A fiber that takes what it waits for without polling for
 // anyone else (endpoint's blocking Recv from another process) does so only
 // while it is alone: a blocked fiber of the worker would wait for the
-// polling it skips.
+// polling it skips. With no other fiber on the worker no other run bit
+// can stand for one, so it looks only at what WorkerIdle looks at first
+// (the running pass's bits, a queued spawn, a stop), not at the
+// bit-vector: a few loads.
 func (f *Fiber) WorkerAlone() bool {
 	w := f.w
-	return len(w.fibers)-len(w.free) == 1 && w.pendHead == len(w.pending) && f.WorkerIdle()
+	return len(w.fibers)-len(w.free) == 1 && w.pendHead == len(w.pending) && w.cur == f &&
+		w.local == 0 && w.spawnq.Load() == nil && !w.stop.Load()
 }
 
 // Wait blocks the fiber until e has fired; it is e.Wait(f.Waiter()).

@@ -654,6 +654,60 @@ func TestEventReusedByAnotherWaiter(t *testing.T) {
 	}
 }
 
+// TestWorkerAlone: a fiber alone on its worker is alone; a second fiber
+// on it, even blocked, or a spawn queued on it, makes it not alone; once
+// the second fiber has ended it is alone again.
+func TestWorkerAlone(t *testing.T) {
+	s := newSched(t, Config{Workers: 1})
+	mustSpawn(t, s, func(f *Fiber) {
+		if !f.WorkerAlone() || !f.WorkerIdle() {
+			t.Error("WorkerAlone or WorkerIdle false for the only fiber")
+		}
+		var ev Event
+		started, ended := make(chan struct{}), make(chan struct{})
+		if err := s.SpawnOn(f.Worker(), func(g *Fiber) {
+			close(started)
+			ev.Wait(g.Waiter())
+			close(ended)
+		}); err != nil {
+			t.Error(err)
+			return
+		}
+		if f.WorkerAlone() {
+			t.Error("WorkerAlone true with a spawn queued")
+		}
+		yieldUntil(f, started)
+		if f.WorkerAlone() {
+			t.Error("WorkerAlone true with a blocked neighbour")
+		}
+		if !f.WorkerIdle() {
+			t.Error("WorkerIdle false with the only other fiber blocked")
+		}
+		ev.Signal()
+		yieldUntil(f, ended)
+		for range 100 { // the neighbour's slot is freed after its body returns
+			if f.WorkerAlone() {
+				return
+			}
+			f.Yield()
+		}
+		t.Error("WorkerAlone false after the neighbour ended")
+	})
+	mustWait(t, s)
+}
+
+// yieldUntil yields f until c is closed.
+func yieldUntil(f *Fiber, c <-chan struct{}) {
+	for {
+		select {
+		case <-c:
+			return
+		default:
+			f.Yield()
+		}
+	}
+}
+
 // TestWorkerIdle: a fiber alone on its worker sees it idle; a neighbour it
 // made runnable, or a spawn queued on the worker, makes it busy; once the
 // neighbour has run and blocked again it is idle again.
