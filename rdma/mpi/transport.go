@@ -1070,7 +1070,9 @@ func (t *Transport) progress(w int, to rdma.Addr, tk rdma.EagerTake) (n int, too
 	if cmpi.TryLock() {
 		if !t.closed.Load() {
 			t.direct = true
-			t.take.to, t.take.tk = to, tk
+			if tk != nil {
+				t.take.to, t.take.tk = to, tk
+			}
 			spin := 0
 			if t.idle >= 2 {
 				spin = max(t.cfg.Spin, 0)
@@ -1081,9 +1083,12 @@ func (t *Transport) progress(w int, to rdma.Addr, tk rdma.EagerTake) (n int, too
 			} else {
 				t.idle = 0
 			}
-			held, took = t.dheld, t.take.took
+			held = t.dheld
 			t.direct, t.dheld = false, false
-			t.take.tk, t.take.took = nil, false
+			if tk != nil {
+				took = t.take.took
+				t.take.tk, t.take.took = nil, false
+			}
 		}
 		cmpi.Unlock()
 	}
