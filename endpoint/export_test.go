@@ -5,14 +5,11 @@ package endpoint
 func Takes(h *Endpoint) uint64 { return h.takes }
 
 // CanTake reports whether h's blocking Recv from world rank src may take
-// its messages from a transport itself: src lives in another process whose
-// transport is an rdma.EagerTaker, and the receiving fiber is alone on its
-// worker (takeRecv's other conditions are the receive's own).
+// its messages from a transport itself (mayTake: src lives in another
+// process whose transport is an rdma.EagerTaker, and the receiving fiber
+// is alone on its worker; takeRecv's other conditions are the receive's
+// own).
 func CanTake(h *Endpoint, src int) bool {
-	w := h.World()
-	if src < 0 || src >= len(w.Addrs) || h.c.p.procs == 1 || h.c.p.opts.Progress == ProgressCaller {
-		return false
-	}
-	f := h.waiter.Fiber()
-	return h.lookup(w.Addrs[src]).taker != nil && f != nil && f.WorkerAlone()
+	_, _, ok := h.mayTake(h.World(), src)
+	return ok
 }

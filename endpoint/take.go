@@ -67,20 +67,11 @@ func (t *taking) TakeEager(h rdma.EagerHeader, data []byte) bool {
 // and waits as always. The fiber does not yield here; it spins, as a
 // waiting fiber does before it yields (Request.spin).
 func (e *Endpoint) takeRecv(c Comm, src, tag int, buf []byte) (Status, bool) {
-	p := e.c.p
-	if src < 0 || tag < 0 || src >= len(c.Addrs) || p.procs == 1 || p.opts.Progress == ProgressCaller {
+	if tag < 0 {
 		return Status{}, false
 	}
-	from := c.Addrs[src]
-	d := &e.src
-	if !d.set || d.to != from {
-		*d = e.lookup(from)
-	}
-	if d.taker == nil {
-		return Status{}, false
-	}
-	f := e.waiter.Fiber()
-	if f == nil || !f.WorkerAlone() {
+	d, f, ok := e.mayTake(c, src)
+	if !ok {
 		return Status{}, false
 	}
 	key, ok := match.ExactKey(c.Context, int32(src), int32(tag))
@@ -94,13 +85,39 @@ func (e *Endpoint) takeRecv(c Comm, src, tag int, buf []byte) (Status, bool) {
 	}
 	t := &e.take
 	*t = taking{c: e.c, key: key, ctx: c.Context, src: int32(src), tag: int32(tag), buf: buf, peer: d.offers}
-	took := e.takeSpin(d.taker, f, from, t)
+	took := e.takeSpin(d.taker, f, d.to, t)
 	t.buf = nil // the caller's buffer is not kept
 	if !took {
 		return Status{}, false
 	}
 	e.takes++
 	return Status{Source: int32(src), Tag: int32(tag), Count: t.n}, true
+}
+
+// mayTake reports whether a blocking Recv on c from rank src may take its
+// message itself (takeRecv) as far as the source and the fiber go: src is
+// a rank of another process whose transport is an rdma.EagerTaker, the
+// process does not poll only from inside blocking calls, and the caller
+// is a fiber alone on its worker. It returns the source's dest (cached in
+// e.src) and the fiber.
+func (e *Endpoint) mayTake(c Comm, src int) (*dest, *fiber.Fiber, bool) {
+	p := e.c.p
+	if src < 0 || src >= len(c.Addrs) || p.procs == 1 || p.opts.Progress == ProgressCaller {
+		return nil, nil, false
+	}
+	from := c.Addrs[src]
+	d := &e.src
+	if !d.set || d.to != from {
+		*d = e.lookup(from)
+	}
+	if d.taker == nil {
+		return nil, nil, false
+	}
+	f := e.waiter.Fiber()
+	if f == nil || !f.WorkerAlone() {
+		return nil, nil, false
+	}
+	return d, f, true
 }
 
 // takeSpin is takeRecv's loop: it reports whether tk took t's message
