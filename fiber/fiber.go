@@ -91,8 +91,7 @@ func (f *Fiber) WorkerIdle() bool {
 // bit-vector: a few loads.
 func (f *Fiber) WorkerAlone() bool {
 	w := f.w
-	return len(w.fibers)-len(w.free) == 1 && w.pendHead == len(w.pending) && w.cur == f &&
-		w.local == 0 && w.spawnq.Load() == nil && !w.stop.Load()
+	return len(w.fibers)-len(w.free) == 1 && w.pendHead == len(w.pending) && w.cur == f && !w.passOrQueue()
 }
 
 // Wait blocks the fiber until e has fired; it is e.Wait(f.Waiter()).

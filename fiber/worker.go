@@ -304,13 +304,20 @@ func (w *worker) hasWork() bool {
 	return false
 }
 
+// passOrQueue reports whether the running pass holds bits not run yet, a
+// spawn is queued or Close asked the worker to stop: what a fiber alone on
+// its worker can find besides itself. Owner only.
+func (w *worker) passOrQueue() bool {
+	return w.local != 0 || w.spawnq.Load() != nil || w.stop.Load()
+}
+
 // othersRunnable reports whether a fiber other than the one in slot self
 // is runnable (or taken by the running pass and not run yet), a spawn is
 // queued or Close asked the worker to stop. Level 2 may mark lines with
 // no bit left (see pass), so it reads their level-1 words. Owner only:
 // the worker or the fiber it runs.
 func (w *worker) othersRunnable(self uint32) bool {
-	if w.local != 0 || w.spawnq.Load() != nil || w.stop.Load() {
+	if w.passOrQueue() {
 		return true
 	}
 	for i := range w.l2 {
