@@ -69,27 +69,11 @@ func TestTakeRecvPingPong(t *testing.T) {
 	const rounds = 2000
 	var took uint64
 	inTakeJob(t, func(h *endpoint.Endpoint) error {
+		if err := pingPong(h, rounds); err != nil {
+			return err
+		}
 		w, me := h.World(), h.Rank()
 		buf := make([]byte, 8)
-		for i := range uint64(rounds) {
-			if me == 0 {
-				if err := h.Send(w, 0, 1, 3, put(i)); err != nil {
-					return err
-				}
-			}
-			st, err := h.Recv(w, 1-me, 3, buf)
-			if err != nil {
-				return err
-			}
-			if st.Source != int32(1-me) || st.Tag != 3 || st.Count != 8 || word(buf) != i {
-				return fmt.Errorf("round %d: got %d, status %+v", i, word(buf), st)
-			}
-			if me == 1 {
-				if err := h.Send(w, me, 0, 3, put(i)); err != nil {
-					return err
-				}
-			}
-		}
 		if me == 1 {
 			took = endpoint.Takes(h)
 		}
@@ -152,32 +136,42 @@ func TestJobTake(t *testing.T) {
 		if err := takeOrder(h); err != nil {
 			return err
 		}
-		w, me := h.World(), h.Rank()
-		buf := make([]byte, 8)
-		for i := range uint64(500) {
-			if me == 0 {
-				if err := h.Send(w, 0, 1, 3, put(i)); err != nil {
-					return err
-				}
-			}
-			st, err := h.Recv(w, 1-me, 3, buf)
-			if err != nil {
-				return err
-			}
-			if st.Count != 8 || word(buf) != i {
-				return fmt.Errorf("round %d: got %d, status %+v", i, word(buf), st)
-			}
-			if me == 1 {
-				if err := h.Send(w, 1, 0, 3, buf); err != nil {
-					return err
-				}
-			}
+		if err := pingPong(h, 500); err != nil {
+			return err
 		}
-		if endpoint.CanTake(h, 1-me) && endpoint.Takes(h) == 0 {
+		if me := h.Rank(); endpoint.CanTake(h, 1-me) && endpoint.Takes(h) == 0 {
 			return errors.New("its Recvs could take their messages from the transport and took none")
 		}
 		return nil
 	})
+}
+
+// pingPong runs rounds round trips of 8-byte messages of tag 3 between
+// ranks 0 and 1 of h's world, rank 0 sending first, and checks every
+// message received: its source, tag, length and round.
+func pingPong(h *endpoint.Endpoint, rounds uint64) error {
+	w, me := h.World(), h.Rank()
+	buf := make([]byte, 8)
+	for i := range rounds {
+		if me == 0 {
+			if err := h.Send(w, 0, 1, 3, put(i)); err != nil {
+				return err
+			}
+		}
+		st, err := h.Recv(w, 1-me, 3, buf)
+		if err != nil {
+			return err
+		}
+		if st.Source != int32(1-me) || st.Tag != 3 || st.Count != 8 || word(buf) != i {
+			return fmt.Errorf("round %d: got %d, status %+v", i, word(buf), st)
+		}
+		if me == 1 {
+			if err := h.Send(w, me, 0, 3, put(i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // takeOrder is TestTakeRecvOrder's body, for ranks 0 and 1 of a world of
