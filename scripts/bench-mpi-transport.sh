@@ -14,7 +14,10 @@
 # contender's figures follow: BENCHMARKS.md, issues 12 and 17). At the end
 # it sums up issue 17's lines per MPI from the rounds: the medians, the
 # median of the per-round latency differences and bandwidth ratios, and
-# whether each line holds (a run that printed nothing is left out).
+# whether each line holds (a run that printed nothing is left out); the
+# latency difference also by the host's state before each round (near,
+# siblings or far; fast or slow CPUs), since fibermpi's path, more
+# instructions than raw MPI's, slows more with a slow or shared CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -25,8 +28,20 @@ $GO build -tags mpi -o "$B/bare-mpich" ./internal/cmd/mpipingpong
 $GO build -tags mpi,ompi -o "$B/bare-ompi" ./internal/cmd/mpipingpong
 $GO build -o "$B/corelat" ./internal/cmd/corelat
 val() { awk -v s="$1" '$1 == s { print $2 }' | tail -1; }
+# state prints the host's state from a corelat line: "near" (one-way under
+# 100 ns, two cores), "siblings" (under 30 ns: one core's two hardware
+# threads) or "far", then "fast" when both CPUs' work is under 130 µs, else
+# "slow".
+state() {
+	awk '{
+		for (i = 1; i <= NF; i++) { if ($i == "p50") p = $(i+1); if ($i == "work") { w0 = $(i+3); w1 = $(i+7) } }
+		printf "%s %s\n", (p < 30 ? "siblings" : p < 100 ? "near" : "far"), (w0 < 130 && w1 < 130 ? "fast" : "slow")
+	}'
+}
 for r in $(seq "$ROUNDS"); do
-	echo "round $r $("$B/corelat" 2>&1)"
+	cl=$("$B/corelat" 2>&1)
+	echo "round $r $cl"
+	echo "state $r $(echo "$cl" | state)" >> "$B/rounds.txt"
 	for mpi in mpich ompi; do
 		mpi_launcher $mpi
 		for b in "latency 8" "bw 1048576" "latency_mt 8"; do
@@ -59,9 +74,11 @@ lines() {
 		for (i = 5; i < NF; i++) if ($i == name) return $(i+1) ~ /^[0-9.]+$/ ? $(i+1) : ""
 		return ""
 	}
+	$1 == "state" { st[$2] = $3 " " $4; next }
 	$3 == mpi {
 		b = $4; fv = after("fibermpi-over-mpi"); cv = after("raw-" mpi)
 		if (fv != "" && cv != "") { n[b]++; f[b, n[b]] = fv; c[b, n[b]] = cv }
+		if (b == "latency" && fv != "" && cv != "") { s = ($2 in st) ? st[$2] : "unknown"; ns_[s]++; ds[s, ns_[s]] = fv - cv }
 		rs = after("raw-serialized")
 		if (b == "latency" && fv != "" && rs != "") { ns++; sv[ns] = rs; sd[ns] = fv - rs }
 	}
@@ -71,6 +88,13 @@ lines() {
 		k = n["latency"]; fl = med(x, k); cl = med(y, k); dl = med(d, k)
 		printf "%s latency 8 B: fibermpi %.3f us, raw %.3f us (medians of %d), median per-round difference %+.3f us: line raw + 0.3 %s\n", mpi, fl, cl, k, dl, (dl <= 0.3 ? "holds" : "not met")
 		if (ns) printf "%s   (raw at MPI_THREAD_SERIALIZED %.3f us; fibermpi over it: median per-round difference %+.3f us)\n", mpi, med(sv, ns), med(sd, ns)
+		# The same difference by the state of the host before each round (corelat:
+		# it may change within the round).
+		for (s in ns_) {
+			delete x
+			for (i = 1; i <= ns_[s]; i++) x[i] = ds[s, i]
+			printf "%s   rounds %s: %d, median per-round difference %+.3f us\n", mpi, s, ns_[s], med(x, ns_[s])
+		}
 		delete x; delete y; delete d
 		for (i = 1; i <= n["bw"]; i++) { x[i] = f["bw", i]; y[i] = c["bw", i]; d[i] = x[i] / y[i] }
 		k = n["bw"]; fb = med(x, k); cb = med(y, k); rb = med(d, k)
