@@ -15,6 +15,10 @@
 #   make bench-coll8 bench-mpi-rendezvous only the 8-rank collectives of bench-mpi (fibermpi 2
 #                    processes x 4 endpoints vs MPICH and Open MPI -n 8), in
 #                    bench-mpi-coll8.txt
+#   make lines-by-state  issue 12's and 17's lines that move with the host
+#                    (shared-memory latency and mbw_mr, latency and bw over
+#                    MPI), COUNT (6) rounds of pairs, each pair classed by
+#                    corelat read around it (scripts/lines-by-state.sh)
 #   make test-launch the launcher tests under mpiexec.hydra, srun (a one-node
 #                    Slurm started for them) and torchrun's variables;
 #                    installs MPICH, Slurm and munge when missing (root)
@@ -40,7 +44,7 @@ COUNT     ?= 6
 RACEFLAGS ?= -race
 
 .PHONY: all test vet fmtcheck unit invariants bench fuzz-smoke pgo lint tools modverify staticcheck vulncheck docs docs-check \
-	bench-mpi bench-mpi-quick bench-mpi-tcp bench-coll8 bench-mpi-rendezvous test-launch test-mpi nocgo redblack-c bench-redblack
+	bench-mpi bench-mpi-quick bench-mpi-tcp bench-coll8 bench-mpi-rendezvous lines-by-state test-launch test-mpi nocgo redblack-c bench-redblack
 
 all: test
 
@@ -120,6 +124,9 @@ bench-mpi-tcp:
 
 bench-coll8:
 	GO=$(GO) ROUNDS=$(COUNT) ./scripts/bench-mpi.sh -coll8
+
+lines-by-state:
+	GO=$(GO) ROUNDS=$(COUNT) ./scripts/lines-by-state.sh
 
 # fmpi-osu over the MPI transport, moved messages (the default) against
 # RTR and Put (FIBERMPI_MPI_RENDEZVOUS=put), with raw MPI, in one run.
