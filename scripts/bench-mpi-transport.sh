@@ -15,9 +15,10 @@
 # it sums up issue 17's lines per MPI from the rounds: the medians, the
 # median of the per-round latency differences and bandwidth ratios, and
 # whether each line holds (a run that printed nothing is left out); the
-# latency difference also by the host's state before each round (near,
-# siblings or far; fast or slow CPUs), since fibermpi's path, more
-# instructions than raw MPI's, slows more with a slow or shared CPU.
+# latency difference also by the host's state before each round (fast,
+# slow, siblings or far: mpi-bench-lib.sh's host_state), since fibermpi's
+# path, more instructions than raw MPI's, slows more with a slow or shared
+# CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -28,20 +29,10 @@ $GO build -tags mpi -o "$B/bare-mpich" ./internal/cmd/mpipingpong
 $GO build -tags mpi,ompi -o "$B/bare-ompi" ./internal/cmd/mpipingpong
 $GO build -o "$B/corelat" ./internal/cmd/corelat
 val() { awk -v s="$1" '$1 == s { print $2 }' | tail -1; }
-# state prints the host's state from a corelat line: "near" (one-way under
-# 100 ns, two cores), "siblings" (under 30 ns: one core's two hardware
-# threads) or "far", then "fast" when both CPUs' work is under 130 µs, else
-# "slow".
-state() {
-	awk '{
-		for (i = 1; i <= NF; i++) { if ($i == "p50") p = $(i+1); if ($i == "work") { w0 = $(i+3); w1 = $(i+7) } }
-		printf "%s %s\n", (p < 30 ? "siblings" : p < 100 ? "near" : "far"), (w0 < 130 && w1 < 130 ? "fast" : "slow")
-	}'
-}
 for r in $(seq "$ROUNDS"); do
 	cl=$("$B/corelat" 2>&1)
 	echo "round $r $cl"
-	echo "state $r $(echo "$cl" | state)" >> "$B/rounds.txt"
+	echo "state $r $(echo "$cl" | host_state)" >> "$B/rounds.txt"
 	for mpi in mpich ompi; do
 		mpi_launcher $mpi
 		for b in "latency 8" "bw 1048576" "latency_mt 8"; do
@@ -64,17 +55,13 @@ done
 # lines prints issue 17's three lines for one MPI from the rounds' lines
 # ("round R MPI BENCH SIZE fibermpi-over-mpi F raw-MPI C ...").
 lines() {
-	awk -v mpi="$1" '
-	function med(a, n,    i, j, t) {
-		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-		return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
-	}
+	awk -v mpi="$1" "$AWK_MED"'
 	# A run that printed nothing leaves its name followed by the next name.
 	function after(name,    i) {
 		for (i = 5; i < NF; i++) if ($i == name) return $(i+1) ~ /^[0-9.]+$/ ? $(i+1) : ""
 		return ""
 	}
-	$1 == "state" { st[$2] = $3 " " $4; next }
+	$1 == "state" { st[$2] = $3; next }
 	$3 == mpi {
 		b = $4; fv = after("fibermpi-over-mpi"); cv = after("raw-" mpi)
 		if (fv != "" && cv != "") { n[b]++; f[b, n[b]] = fv; c[b, n[b]] = cv }

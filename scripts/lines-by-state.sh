@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # lines-by-state.sh: the numeric lines of issues 12 and 17 that move with
-# the host, each measured in pairs (fibermpi, then the contender it is
+# the host, each measured in pairs (fibermpi and the contender it is
 # judged against, back to back), with internal/cmd/corelat read right
 # before and right after each pair, so that every pair is classed by the
-# state the host was in while it ran:
+# state the host was in while it ran (mpi-bench-lib.sh's host_state):
 #   fast    both CPUs at full speed (corelat's work under 130 µs, before
 #           and after) and on two cores near each other (one-way 30–100 ns);
 #   slow    near, but a CPU ran slower (an SMT sibling busy: work 2x);
@@ -31,16 +31,6 @@ mpi_bench_setup fmpi
 $GO build -o "$B/" ./cmd/fmpirun ./cmd/fmpi-osu ./internal/cmd/corelat
 out=$B/pairs.txt
 
-# state classes the host from two corelat lines (before and after a pair).
-state() {
-	awk '{
-		for (i = 1; i <= NF; i++) {
-			if ($i == "p50") { p = $(i+1); if (p > maxp) maxp = p; if (minp == "" || p < minp) minp = p }
-			if ($i == "work") { if ($(i+3) > w) w = $(i+3); if ($(i+7) > w) w = $(i+7) }
-		}
-	}
-	END { print (maxp >= 100 ? "far" : minp < 30 ? "siblings" : w >= 130 ? "slow" : "fast") }'
-}
 # col SIZE N prints column N of the table's line for SIZE.
 col() { awk -v s="$1" -v c="$2" '$1 == s { v = $c } END { print v }'; }
 ompi=(mpirun.openmpi -n 2 --mca pml ob1)
@@ -64,7 +54,7 @@ pair() {
 		a=$("${cmd_a[@]}" 2>/dev/null || true)
 	fi
 	after=$("$B/corelat" 2>&1)
-	echo "pair $name round $r state $(printf '%s\n%s\n' "$before" "$after" | state) fibermpi ${a:-none} other ${b:-none}" | tee -a "$out"
+	echo "pair $name round $r state $(printf '%s\n%s\n' "$before" "$after" | host_state) fibermpi ${a:-none} other ${b:-none}" | tee -a "$out"
 }
 # run SIZE COL CMD...: CMD's table value in column COL at SIZE.
 run() {
@@ -84,11 +74,7 @@ for r in $(seq "$ROUNDS"); do
 done
 
 echo "== the lines by the host's state, $ROUNDS rounds"
-awk '
-function med(a, n,    i, j, t) {
-	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-	return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
-}
+awk "$AWK_MED"'
 $1 == "pair" && $8 ~ /^[0-9.]+$/ && $10 ~ /^[0-9.]+$/ {
 	for (k = 0; k < 2; k++) {
 		s = k ? "all" : $6

@@ -29,3 +29,25 @@ mpi_launcher() {
 		L=(mpirun.openmpi --oversubscribe -n 2)
 	fi
 }
+
+# host_state classes the host from the corelat lines on its input (one
+# read, or the reads before and after a run): "far" if any read puts the
+# two vCPUs 100 ns or more apart, "siblings" if any puts them on one core's
+# two hardware threads (under 30 ns), "slow" if a CPU ran its work at 130
+# µs or more (about half speed: an SMT sibling busy), else "fast".
+host_state() {
+	awk '{
+		for (i = 1; i <= NF; i++) {
+			if ($i == "p50") { p = $(i+1); if (p > maxp) maxp = p; if (minp == "" || p < minp) minp = p }
+			if ($i == "work") { if ($(i+3) > w) w = $(i+3); if ($(i+7) > w) w = $(i+7) }
+		}
+	}
+	END { print (maxp >= 100 ? "far" : minp < 30 ? "siblings" : w >= 130 ? "slow" : "fast") }'
+}
+
+# AWK_MED is an awk function med(a, n): the median of a[1..n] (sorts a).
+AWK_MED='
+function med(a, n,    i, j, t) {
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+	return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+}'
