@@ -26,14 +26,7 @@ func testEager(t *testing.T, f Factory) {
 
 	n := scale(2000)
 	for seq := range n {
-		h, data := eagerMessage(seq)
-		// Every third message goes as a packet from the start; the others
-		// try SendEager first and, where it reports false (a full queue,
-		// a backend of the router without the path), go as a packet too.
-		if seq%3 != 0 && es.SendEager(packet.NoWorker, 0, h, data) {
-			continue
-		}
-		e.sendEagerPacket(seq, h, data)
+		e.sendEagerMixed(es, seq)
 	}
 	e.waitArrived(int64(n))
 	r.check(n)
@@ -65,6 +58,19 @@ func eagerEnv(t *testing.T, f Factory, receiver func(*env) rdma.Receiver) (*env,
 	e.bind(0, receiver(e))
 	e.bind(1, newSink(e, 1, true))
 	return e, es
+}
+
+// sendEagerMixed sends message seq of the eager tests from address 1 to
+// address 0: every third as a packet from the start, the others by
+// SendEager first and, where it reports false (a full queue, a backend of
+// the router without the path), as a packet too.
+func (e *env) sendEagerMixed(es rdma.EagerSender, seq int) {
+	e.t.Helper()
+	h, data := eagerMessage(seq)
+	if seq%3 != 0 && es.SendEager(packet.NoWorker, 0, h, data) {
+		return
+	}
+	e.sendEagerPacket(seq, h, data)
 }
 
 // sendEagerPacket sends message seq, h and data, from address 1 to

@@ -38,10 +38,7 @@ func testTake(t *testing.T, f Factory) {
 	pump := func(total, window int) {
 		for ; int(e.arrived.Load()) < total; i++ {
 			for sent < total && sent-int(e.arrived.Load()) < window {
-				h, data := eagerMessage(sent)
-				if sent%3 == 0 || !es.SendEager(packet.NoWorker, 0, h, data) {
-					e.sendEagerPacket(sent, h, data)
-				}
+				e.sendEagerMixed(es, sent)
 				sent++
 			}
 			to, k := rdma.Addr(0), yes
