@@ -12,13 +12,12 @@ ROUNDS=${ROUNDS:-4}
 SIZE=${SIZE:-1048576}
 . scripts/mpi-bench-lib.sh
 mpi_bench_setup
-val() { awk -v s="$SIZE" '$1 == s { print $2 }' | tail -1; }
 for r in $(seq "$ROUNDS"); do
 	for mpi in mpich ompi; do
 		mpi_launcher $mpi
 		line="round $r $mpi $SIZE"
 		for p in bw rv_late rv_rtr rv_put; do
-			line+=" $p $(timeout 120 "${L[@]}" "$B/$mpi/osu_$p" -m "$SIZE:$SIZE" 2>/dev/null | val)"
+			line+=" $p $(timeout 120 "${L[@]}" "$B/$mpi/osu_$p" -m "$SIZE:$SIZE" 2>/dev/null | val "$SIZE")"
 		done
 		echo "$line load $(cut -d' ' -f1 /proc/loadavg)"
 	done

@@ -28,7 +28,6 @@ mpi_bench_setup fmpi
 $GO build -tags mpi -o "$B/bare-mpich" ./internal/cmd/mpipingpong
 $GO build -tags mpi,ompi -o "$B/bare-ompi" ./internal/cmd/mpipingpong
 $GO build -o "$B/corelat" ./internal/cmd/corelat
-val() { awk -v s="$1" '$1 == s { print $2 }' | tail -1; }
 for r in $(seq "$ROUNDS"); do
 	cl=$("$B/corelat" 2>&1)
 	echo "round $r $cl"

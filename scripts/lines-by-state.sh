@@ -31,8 +31,8 @@ mpi_bench_setup fmpi
 $GO build -o "$B/" ./cmd/fmpirun ./cmd/fmpi-osu ./internal/cmd/corelat
 out=$B/pairs.txt
 
-# col SIZE N prints column N of the table's line for SIZE.
-col() { awk -v s="$1" -v c="$2" '$1 == s { v = $c } END { print v }'; }
+# Open MPI runs as bench-mpi.sh runs it (pml ob1, issue 12's figures), for
+# both issues: mpi_launcher leaves the pml to Open MPI.
 ompi=(mpirun.openmpi -n 2 --mca pml ob1)
 mpich=(mpiexec.mpich -n 2)
 # pair NAME ROUND CMD_A -- CMD_B: runs both (each prints one value on
@@ -60,7 +60,7 @@ pair() {
 run() {
 	local size=$1 c=$2
 	shift 2
-	timeout 120 "$@" | col "$size" "$c"
+	timeout 120 "$@" | val "$size" "$c"
 }
 fmpi=("$B/fmpirun" -n 2 "$B/fmpi-osu")
 for r in $(seq "$ROUNDS"); do

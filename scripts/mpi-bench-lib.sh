@@ -30,6 +30,10 @@ mpi_launcher() {
 	fi
 }
 
+# val SIZE [COL] prints column COL (default 2) of the last line of an OSU
+# table on its input whose first column is SIZE, or nothing.
+val() { awk -v s="$1" -v c="${2:-2}" '$1 == s { v = $c; found = 1 } END { if (found) print v }'; }
+
 # host_state classes the host from the corelat lines on its input (one
 # read, or the reads before and after a run): "far" if any read puts the
 # two vCPUs 100 ns or more apart, "siblings" if any puts them on one core's

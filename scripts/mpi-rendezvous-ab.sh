@@ -40,7 +40,6 @@ run() {
 	*) FIBERMPI_MPI_RENDEZVOUS=$way FIBERMPI_TRANSPORT=mpi timeout 120 "${L[@]}" "$B/fmpi-$mpi" "$@" ;;
 	esac
 }
-val() { awk -v s="$1" '$1 == s { print $2 }' | tail -1; }
 IFS=, read -r -a benches <<<"$BENCHES"
 for r in $(seq "$ROUNDS"); do
 	for mpi in mpich ompi; do
