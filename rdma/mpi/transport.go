@@ -426,13 +426,19 @@ func (t *Transport) Bind(a rdma.Addr, r rdma.Receiver, pool *packet.Pool) error 
 	t.pools.Add(pool)
 	er, _ := r.(rdma.EagerReceiver)
 	t.dir.Store(a, &binding{r: r, er: er, pool: pool})
-	// Arrivals held while a was unbound go first.
+	// Arrivals held while a was unbound go first: before every other
+	// arrival, those left in the release list included. A deliverer that
+	// found a unbound took a's arrivals off the head of the release list,
+	// oldest first, and held them; a's arrivals still in the list came
+	// after them.
 	t.imu.Lock()
 	if h := t.held[a]; len(h) > 0 {
+		rel := make([]arrival, 0, len(h)+len(t.release))
 		for _, pk := range h {
-			t.release = append(t.release, arrival{to: a, pk: pk})
-			t.waiting.Add(1)
+			rel = append(rel, arrival{to: a, pk: pk})
 		}
+		t.release = append(rel, t.release...)
+		t.waiting.Add(int32(len(h)))
 		delete(t.held, a)
 	}
 	t.imu.Unlock()
