@@ -10,7 +10,6 @@ import (
 
 	"github.com/fibermpi/fibermpi/packet"
 	"github.com/fibermpi/fibermpi/rdma"
-	"github.com/fibermpi/fibermpi/rdma/rdmatest"
 )
 
 // orderSink records the tags of the packets it receives, in order.
@@ -47,28 +46,7 @@ func TestBindReleasesHeldFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex := rdmatest.MemExchange(2)
-	trs := make([]*Transport, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for r := range 2 {
-		wg.Go(func() {
-			trs[r], errs[r] = New(Config{Exchange: ex[r], Layout: rdmatest.LayoutFor(2, 2), Peers: []int{1 - r}, Pool: pool, Logf: t.Logf})
-		})
-	}
-	wg.Wait()
-	t.Cleanup(func() {
-		for _, tr := range trs {
-			if tr != nil {
-				_ = tr.Close()
-			}
-		}
-	})
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("New at rank %d: %v", r, err)
-		}
-	}
+	trs := NewJob(t, 2, 2, func(int) Config { return Config{Pool: pool, Logf: t.Logf} })
 	tr := trs[0] // address 0 is process 0's
 	s := &orderSink{pool: pool}
 	if err := tr.Bind(0, s, pool); err != nil {

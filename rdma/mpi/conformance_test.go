@@ -18,7 +18,7 @@ import (
 func TestConformance(t *testing.T) {
 	rdmatest.Run(t, func(t *testing.T, cfg rdmatest.Config) rdmatest.Fabric {
 		n := min(max(cfg.Endpoints, 2), 4)
-		trs := newJob(t, n, cfg.Endpoints, func(int) mpi.Config {
+		trs := mpi.NewJob(t, n, cfg.Endpoints, func(int) mpi.Config {
 			return mpi.Config{Pool: cfg.Pool, MaxQueue: 16, Ring: 8, Logf: t.Logf}
 		})
 		hosts := make([]rdma.Transport, cfg.Endpoints)
@@ -36,7 +36,7 @@ func TestConformance(t *testing.T) {
 func TestConformanceSplit(t *testing.T) {
 	rdmatest.Run(t, func(t *testing.T, cfg rdmatest.Config) rdmatest.Fabric {
 		n := min(max(cfg.Endpoints, 2), 4)
-		trs := newJob(t, n, cfg.Endpoints, func(int) mpi.Config {
+		trs := mpi.NewJob(t, n, cfg.Endpoints, func(int) mpi.Config {
 			return mpi.Config{Pool: cfg.Pool, MaxQueue: 16, Ring: 8, Whole: 128, Logf: t.Logf}
 		})
 		hosts := make([]rdma.Transport, cfg.Endpoints)

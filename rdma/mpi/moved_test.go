@@ -51,7 +51,7 @@ func TestMovedPieces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trs := newJob(t, 2, 2, func(r int) mpi.Config {
+	trs := mpi.NewJob(t, 2, 2, func(r int) mpi.Config {
 		c := mpi.Config{Pool: pool, Whole: 128, Logf: t.Logf}
 		if r == 0 {
 			c.MovedPieces = 4
@@ -141,7 +141,7 @@ func TestMovedBadTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trs := newJob(t, 2, 2, func(int) mpi.Config { return mpi.Config{Pool: pool, Whole: 128, MovedPieces: 4, Logf: t.Logf} })
+	trs := mpi.NewJob(t, 2, 2, func(int) mpi.Config { return mpi.Config{Pool: pool, Whole: 128, MovedPieces: 4, Logf: t.Logf} })
 	if !trs[0].Moves() {
 		t.Skip("this MPI's MPI_TAG_UB leaves no room for moved messages")
 	}

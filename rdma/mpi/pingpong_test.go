@@ -47,7 +47,7 @@ func newPingPong(t testing.TB) *pingPong {
 		t.Fatal(err)
 	}
 	pp := &pingPong{pool: pool}
-	pp.trs = newJob(t, 2, 2, func(int) mpi.Config { return mpi.Config{Pool: pool, Logf: t.Logf} })
+	pp.trs = mpi.NewJob(t, 2, 2, func(int) mpi.Config { return mpi.Config{Pool: pool, Logf: t.Logf} })
 	for a := range 2 {
 		pp.b[a] = &bouncer{tr: pp.trs[a], to: rdma.Addr(1 - a), pool: pool}
 		if err := pp.trs[a].Bind(rdma.Addr(a), pp.b[a], pool); err != nil {
